@@ -1,0 +1,1 @@
+"""Prefect flows: parameters, control flow, fan-out. No I/O, no math."""

@@ -1,0 +1,1 @@
+"""Cost models, datasets, splits, metrics, transfer, the MetaSchedule adapter (no Prefect)."""

@@ -1,0 +1,1 @@
+"""DuckDB storage: the schema (SQL, numbered migrations), the Store gateway, MetaSchedule interop."""

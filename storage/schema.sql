@@ -1,0 +1,137 @@
+-- The current schema in full: what applying every migration in storage/migrations/ gives.
+-- tests/storage/test_schema.py checks the two agree. Change both together.
+
+
+CREATE SEQUENCE hardware_id_seq START 1;
+CREATE SEQUENCE network_id_seq START 1;
+CREATE SEQUENCE task_id_seq START 1;
+CREATE SEQUENCE settings_id_seq START 1;
+CREATE SEQUENCE candidate_id_seq START 1;
+CREATE SEQUENCE measurement_id_seq START 1;
+
+-- One row per hardware profile ever measured; a name never changes meaning (the store refuses
+-- a profile whose target differs from the stored one).
+CREATE TABLE hardware (
+    hardware_id    INTEGER PRIMARY KEY DEFAULT nextval('hardware_id_seq'),
+    name           VARCHAR NOT NULL UNIQUE,
+    description    VARCHAR,
+    target_json    VARCHAR NOT NULL,          -- TVM Target, JSON dict form
+    target_kind    VARCHAR NOT NULL,          -- llvm, cuda, ...
+    arch           VARCHAR,
+    host           VARCHAR,                   -- machine whose worker measures it
+    runner_json    VARCHAR NOT NULL,          -- {"kind": "local"} or an RPC tracker/key
+    num_threads    INTEGER,
+    features_json  VARCHAR NOT NULL,          -- hardware features by name
+    feature_vector FLOAT[] NOT NULL,          -- same, in tasks.hardware.HARDWARE_FEATURE_NAMES order
+    created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
+-- A network at one batch size and input size (a zoo entry, or 'imported' for foreign tasks).
+CREATE TABLE networks (
+    network_id  INTEGER PRIMARY KEY DEFAULT nextval('network_id_seq'),
+    name        VARCHAR NOT NULL,
+    batch       INTEGER NOT NULL,
+    input_size  INTEGER NOT NULL,
+    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    UNIQUE (name, batch, input_size)
+);
+
+-- A tuning task = one TIR workload, identified by MetaSchedule's structural hash.
+CREATE TABLE tasks (
+    task_id        INTEGER PRIMARY KEY DEFAULT nextval('task_id_seq'),
+    workload_hash  VARCHAR NOT NULL UNIQUE,
+    task_name      VARCHAR NOT NULL,
+    flops          DOUBLE NOT NULL,
+    mod_json       VARCHAR NOT NULL,          -- tvm.ir.save_json of the task's IRModule
+    created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
+CREATE TABLE network_tasks (
+    network_id  INTEGER NOT NULL REFERENCES networks (network_id),
+    task_id     INTEGER NOT NULL REFERENCES tasks (task_id),
+    weight      INTEGER NOT NULL,             -- how often the network runs this task
+    PRIMARY KEY (network_id, task_id)
+);
+
+-- How candidates were timed (tasks.hardware.MeasureSettings); 'imported' for foreign records.
+CREATE TABLE measure_settings (
+    settings_id    INTEGER PRIMARY KEY DEFAULT nextval('settings_id_seq'),
+    settings_key   VARCHAR NOT NULL UNIQUE,
+    settings_json  VARCHAR NOT NULL
+);
+
+-- A schedule of a task for one hardware profile (design spaces differ per target).
+CREATE TABLE candidates (
+    candidate_id   BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+    task_id        INTEGER NOT NULL REFERENCES tasks (task_id),
+    hardware_id    INTEGER NOT NULL REFERENCES hardware (hardware_id),
+    schedule_hash  VARCHAR NOT NULL,          -- structural hash of the scheduled module
+    trace_json     VARCHAR NOT NULL,          -- MetaSchedule trace JSON (decisions included)
+    design_space   INTEGER,
+    sample_seed    BIGINT,
+    source         VARCHAR NOT NULL,          -- sampled | imported
+    created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    UNIQUE (task_id, hardware_id, schedule_hash)
+);
+
+-- One measurement per candidate and settings; failures are rows too (error_kind not null).
+CREATE TABLE measurements (
+    measurement_id  BIGINT PRIMARY KEY DEFAULT nextval('measurement_id_seq'),
+    candidate_id    BIGINT NOT NULL REFERENCES candidates (candidate_id),
+    settings_id     INTEGER NOT NULL REFERENCES measure_settings (settings_id),
+    run_secs        DOUBLE[],                 -- every repeat, seconds
+    mean_latency_s  DOUBLE,                   -- mean of run_secs; NULL on error
+    error_kind      VARCHAR CHECK (error_kind IN ('build_error', 'build_timeout', 'build_crash',
+                        'run_error', 'run_timeout', 'run_crash', 'wrong_result')),
+    error_msg       VARCHAR,
+    verified        BOOLEAN,                  -- output compared with the unscheduled function's
+    build_s         DOUBLE,
+    run_wall_s      DOUBLE,
+    tvm_version     VARCHAR NOT NULL,
+    flow_run_id     VARCHAR,
+    measured_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    UNIQUE (candidate_id, settings_id),
+    CHECK ((error_kind IS NULL) = (mean_latency_s IS NOT NULL))
+);
+
+-- Per-store features of a candidate, flattened row-major (n_stores x dim).
+CREATE TABLE features (
+    candidate_id  BIGINT NOT NULL REFERENCES candidates (candidate_id),
+    extractor     VARCHAR NOT NULL,           -- e.g. per_store_feature_v1
+    dim           INTEGER NOT NULL,
+    n_stores      INTEGER NOT NULL,
+    "values"      FLOAT[] NOT NULL,
+    PRIMARY KEY (candidate_id, extractor)
+);
+
+-- Every flow run that wrote to the store, with its parameters (provenance).
+CREATE TABLE runs (
+    run_id            VARCHAR PRIMARY KEY,    -- the Prefect flow run id (or a uuid)
+    flow              VARCHAR NOT NULL,
+    parameters_json   VARCHAR NOT NULL,
+    hardware          VARCHAR,
+    host              VARCHAR,
+    tvm_version       VARCHAR,
+    tenforge_version  VARCHAR,
+    started_at        TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    finished_at       TIMESTAMP,
+    status            VARCHAR NOT NULL,       -- running | completed | failed
+    summary_json      VARCHAR
+);
+
+-- The stable query surface: one row per measurement (per network the task belongs to).
+CREATE VIEW v_measurements AS
+SELECT h.name            AS hardware,
+       n.name            AS network,
+       t.task_name       AS task_name,
+       t.workload_hash   AS workload_hash,
+       c.candidate_id    AS candidate_id,
+       m.mean_latency_s  AS mean_latency_s,
+       m.error_kind      AS error_kind,
+       m.measured_at     AS measured_at
+FROM measurements m
+JOIN candidates c USING (candidate_id)
+JOIN tasks t ON t.task_id = c.task_id
+JOIN hardware h ON h.hardware_id = c.hardware_id
+LEFT JOIN network_tasks nt ON nt.task_id = t.task_id
+LEFT JOIN networks n ON n.network_id = nt.network_id;

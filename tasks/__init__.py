@@ -1,0 +1,1 @@
+"""Adapters: plain TVM/torch code (modules without Prefect) and the @task wrappers over them."""

@@ -1,0 +1,352 @@
+"""Hardware profiles: what a measurement ran on, named once and referred to by name everywhere.
+
+A profile = stable name + TVM target (JSON dict form) + where and how it is measured (host,
+runner, threads, measurement settings) + the hardware feature vector that cost models take as
+input (Verma et al.; TenSet's HardwareParams plus cache sizes and ISA flags).
+
+Sources, in this order of precedence:
+1. `hardware.toml` at the project root (or the file named by $TENFORGE_HARDWARE): declared
+   profiles, e.g. a GPU by TVM tag or a board reached through TVM RPC.
+2. Auto-detected profiles of the local CPU: the full ISA on all cores, and an honest second one
+   on the same chip restricted to x86-64-v2 (SSE4.2, no AVX) and one thread, so cross-hardware
+   work is possible on a machine without a GPU. `local` is an alias of the first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tenforge.errors import TenforgeError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PROFILE_FILE = PROJECT_ROOT / "hardware.toml"
+
+# The numeric hardware features, in the order models see them (do not reorder: stored vectors
+# and trained models depend on it; append new names at the end).
+HARDWARE_FEATURE_NAMES: tuple[str, ...] = (
+    "num_cores",
+    "vector_unit_bytes",
+    "cache_line_bytes",
+    "l1d_bytes",
+    "l2_bytes",
+    "l3_bytes",
+    "max_shared_memory_per_block",
+    "max_local_memory_per_block",
+    "max_threads_per_block",
+    "max_vthread_extent",
+    "warp_size",
+    "is_gpu",
+    "has_sse42",
+    "has_avx",
+    "has_avx2",
+    "has_fma",
+    "has_avx512f",
+    "has_avx512vnni",
+    "has_neon",
+)
+
+# ISA extensions whose absence on the host makes a CPU target unrunnable (LLVM spelling).
+_CHECKED_ISA = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vnni", "avx512bf16")
+# /proc/cpuinfo spells some flags differently from LLVM.
+_CPUINFO_TO_LLVM = {"sse4_2": "sse4.2", "sse4_1": "sse4.1", "avx512_vnni": "avx512vnni",
+                    "avx512_bf16": "avx512bf16"}
+
+# TenSet's measurement protocol: more repeats for cheaper kernels (FLOPs thresholds from its
+# measure_programs.py), one run per repeat, CPU cache flushed before each repeat.
+_TENSET_REPEATS = ((2416443392.0, 4), (834928640.0, 6))
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How candidates are timed. Stored with every measurement (as `key()`)."""
+
+    number: int = 1  # runs per repeat (1: each repeat is one cold-cache run)
+    repeat: int = 0  # 0: choose by FLOPs as TenSet did (10 / 8 / 6 / 4)
+    min_repeat_ms: int = 0
+    cache_flush: bool = True  # flush CPU caches before each repeat (CPU targets)
+    warmup_runs: int = 1  # untimed runs first: page faults, thread-pool start
+    build_timeout_s: float = 60.0
+    run_timeout_s: float = 30.0
+    check_correctness: bool = True  # compare outputs with the unscheduled function's
+
+    def repeats_for(self, flops: float) -> int:
+        if self.repeat > 0:
+            return self.repeat
+        if flops <= 2097152.0:
+            return 10
+        for threshold, repeats in _TENSET_REPEATS:
+            if flops >= threshold:
+                return repeats
+        return 8
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        """Stable 12-hex-digit identity of these settings (measurements are unique per key)."""
+        blob = json.dumps(self.as_dict(), sort_keys=True).encode()
+        return hashlib.sha1(blob).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """One measurable hardware target. Flows take its `name`, never a target string."""
+
+    name: str
+    target: dict[str, Any]  # TVM Target in JSON dict form
+    description: str = ""
+    host: str = "local"  # the machine whose worker measures it
+    runner: dict[str, Any] = field(default_factory=lambda: {"kind": "local"})
+    num_threads: int = 1  # TVM_NUM_THREADS for runs
+    features: dict[str, float] = field(default_factory=dict)
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    arch: str = ""  # e.g. "x86_64", "sm_90a"
+
+    @property
+    def target_kind(self) -> str:
+        return str(self.target["kind"])
+
+    @property
+    def runner_kind(self) -> str:
+        return str(self.runner.get("kind", "local"))
+
+    def feature_vector(self) -> list[float]:
+        return [float(self.features.get(n, 0.0)) for n in HARDWARE_FEATURE_NAMES]
+
+    def tvm_target(self) -> Any:
+        from tvm.target import Target
+
+        return Target(self.target)
+
+    def as_row(self) -> dict[str, Any]:
+        """The profile as the store's `hardware` table row."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "target_json": json.dumps(self.target, sort_keys=True),
+            "target_kind": self.target_kind,
+            "arch": self.arch,
+            "host": self.host,
+            "runner_json": json.dumps(self.runner, sort_keys=True),
+            "num_threads": self.num_threads,
+            "features_json": json.dumps(self.features, sort_keys=True),
+            "feature_vector": self.feature_vector(),
+        }
+
+
+# ----------------------------------------------------------------------------- local CPU
+
+
+def _cpuinfo_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = line.split(":", 1)[1].split()
+            return {_CPUINFO_TO_LLVM.get(f, f) for f in flags}
+    return set()
+
+
+def _cache_sizes() -> dict[str, int]:
+    """L1d/L2/L3 sizes in bytes and the cache line size, from sysfs (0 where unknown)."""
+    sizes = {"l1d_bytes": 0, "l2_bytes": 0, "l3_bytes": 0, "cache_line_bytes": 64}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+            line = int((index / "coherency_line_size").read_text().strip())
+        except OSError:
+            continue
+        num = int(size[:-1]) * {"K": 1024, "M": 1024**2}.get(size[-1], 1) if size[-1] in "KM" \
+            else int(size)
+        if level == "1" and kind == "Data":
+            sizes["l1d_bytes"] = num
+        elif level in ("2", "3"):
+            sizes[f"l{level}_bytes"] = num
+        sizes["cache_line_bytes"] = line
+    return sizes
+
+
+def _isa_features(isa: set[str]) -> dict[str, float]:
+    vector_bytes = 64 if "avx512f" in isa else 32 if "avx" in isa else 16
+    return {
+        "vector_unit_bytes": vector_bytes,
+        "has_sse42": float("sse4.2" in isa),
+        "has_avx": float("avx" in isa),
+        "has_avx2": float("avx2" in isa),
+        "has_fma": float("fma" in isa),
+        "has_avx512f": float("avx512f" in isa),
+        "has_avx512vnni": float("avx512vnni" in isa),
+        "has_neon": float("neon" in isa),
+    }
+
+
+def llvm_target_isa(target: dict[str, Any]) -> set[str]:
+    """The ISA extensions LLVM enables for a CPU target (mcpu + mattr)."""
+    from tvm.target import Target, codegen
+
+    return set(codegen.llvm_get_cpu_features(Target(target)))
+
+
+@lru_cache(maxsize=1)
+def detect_local_profiles() -> tuple[HardwareProfile, ...]:
+    """The local CPU as two profiles: full ISA on all cores, and x86-64-v2 on one core."""
+    import psutil
+    from tvm.target import codegen
+
+    cpu = str(codegen.llvm_get_system_cpu())
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    caches = _cache_sizes()
+    host_isa = _cpuinfo_flags()
+    base = {**caches, "max_vthread_extent": 1, "warp_size": 1, "is_gpu": 0.0}
+    best = "avx512" if "avx512f" in host_isa else "avx2" if "avx2" in host_isa else \
+        "avx" if "avx" in host_isa else "sse42"
+    full_target = {"kind": "llvm", "mcpu": cpu, "num-cores": cores}
+    full_isa = llvm_target_isa(full_target) & (host_isa or llvm_target_isa(full_target))
+    profiles = [HardwareProfile(
+        name=f"cpu-{cpu}-{best}-{cores}t",
+        target=full_target,
+        description=f"this machine's CPU ({cpu}), native ISA ({best}), {cores} threads",
+        num_threads=cores,
+        features={**base, **_isa_features(full_isa), "num_cores": cores},
+        arch="x86_64" if "sse2" in host_isa else cpu,
+    )]
+    if "sse4.2" in host_isa:  # x86 only: the same chip as an older, narrower target
+        v2_target = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 1}
+        profiles.append(HardwareProfile(
+            name=f"cpu-{cpu}-sse42-1t",
+            target=v2_target,
+            description=f"this machine's CPU ({cpu}) restricted to x86-64-v2 (SSE4.2, no AVX), "
+                        "1 thread",
+            num_threads=1,
+            features={**base, **_isa_features(llvm_target_isa(v2_target)), "num_cores": 1},
+            arch="x86_64",
+        ))
+    return tuple(profiles)
+
+
+# ----------------------------------------------------------------------------- declared
+
+
+def _gpu_features(target: dict[str, Any]) -> dict[str, float]:
+    return {
+        "is_gpu": 1.0,
+        "num_cores": float(target.get("num_sm", 0) or 0),
+        "max_shared_memory_per_block": float(target.get("max_shared_memory_per_block", 0)),
+        "max_local_memory_per_block": float(target.get("max_local_memory_per_block", 2**31 - 1)),
+        "max_threads_per_block": float(target.get("max_threads_per_block",
+                                              target.get("max_num_threads", 0))),
+        "max_vthread_extent": 8.0,
+        "warp_size": float(target.get("thread_warp_size", 32)),
+        "l2_bytes": float(target.get("l2_cache_size_bytes", 0)),
+        "cache_line_bytes": 128.0,
+        "vector_unit_bytes": 16.0,
+    }
+
+
+def _declared_profile(entry: dict[str, Any], source: Path) -> HardwareProfile:
+    from tvm.target import Target
+
+    name = entry.get("name")
+    if not name or "target" not in entry:
+        raise TenforgeError(f"{source}: every [[profile]] needs `name` and `target` (got {entry})")
+    try:
+        target = Target(entry["target"]).export()
+    except Exception as exc:  # TVM raises a variety of errors for bad targets
+        raise TenforgeError(f"{source}: profile {name!r} has an invalid TVM target "
+                            f"{entry['target']!r}: {str(exc).splitlines()[0]}") from None
+    target = json.loads(json.dumps(target, default=list))  # tuples -> lists, plain JSON
+    kind = target["kind"]
+    if kind == "llvm":
+        isa = llvm_target_isa(target)
+        features = {**_cache_sizes(), "max_vthread_extent": 1, "warp_size": 1, "is_gpu": 0.0,
+                    **_isa_features(isa), "num_cores": float(target.get("num-cores", 1))}
+    else:
+        features = _gpu_features(target)
+    features.update(entry.get("features", {}))
+    settings = MeasureSettings(**entry.get("measure", {}))
+    return HardwareProfile(
+        name=name,
+        target=target,
+        description=entry.get("description", ""),
+        host=entry.get("host", "local"),
+        runner=entry.get("runner", {"kind": "local"}),
+        num_threads=int(entry.get("num_threads", target.get("num-cores", 1))),
+        features=features,
+        measure=settings,
+        arch=str(target.get("arch", entry.get("arch", ""))),
+    )
+
+
+def load_declared_profiles(path: Path | None = None) -> tuple[HardwareProfile, ...]:
+    """Profiles from hardware.toml (missing file: none)."""
+    path = Path(path or os.environ.get("TENFORGE_HARDWARE", DEFAULT_PROFILE_FILE))
+    if not path.exists():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TenforgeError(f"{path}: not valid TOML ({exc})") from None
+    return tuple(_declared_profile(e, path) for e in data.get("profile", []))
+
+
+def all_profiles() -> dict[str, HardwareProfile]:
+    """Every known profile by name (declared ones win over detected ones of the same name)."""
+    profiles = {p.name: p for p in detect_local_profiles()}
+    profiles.update({p.name: p for p in load_declared_profiles()})
+    return profiles
+
+
+def resolve_profile(name: str) -> HardwareProfile:
+    """The profile called `name` ('local' = this machine's native CPU profile)."""
+    if name == "local":
+        return detect_local_profiles()[0]
+    profiles = all_profiles()
+    if name not in profiles:
+        raise TenforgeError(f"unknown hardware profile {name!r}; known: "
+                            f"{', '.join(['local', *sorted(profiles)])} "
+                            f"(declare more in {DEFAULT_PROFILE_FILE.name})")
+    return profiles[name]
+
+
+def check_runnable_here(profile: HardwareProfile) -> None:
+    """Refuse a profile this machine cannot measure with its local runner."""
+    if profile.runner_kind == "rpc":
+        return  # the remote device runs it; reachability is checked when connecting
+    if profile.runner_kind != "local":
+        raise TenforgeError(f"profile {profile.name!r}: runner kind {profile.runner_kind!r} "
+                            "is not one of: local, rpc")
+    if profile.target_kind == "cuda":
+        import tvm
+
+        if not tvm.cuda(0).exist:
+            raise TenforgeError(f"profile {profile.name!r} targets CUDA but this machine has no "
+                                "CUDA device; run it from a worker on the GPU machine, or pick a "
+                                "CPU profile (`tenforge hardware list`)")
+        return
+    if profile.target_kind != "llvm":
+        raise TenforgeError(f"profile {profile.name!r}: target kind {profile.target_kind!r} "
+                            "cannot be measured locally; give it an rpc runner")
+    host_isa = _cpuinfo_flags()
+    missing = sorted((llvm_target_isa(profile.target) - host_isa) & set(_CHECKED_ISA))
+    if host_isa and missing:
+        raise TenforgeError(f"profile {profile.name!r} needs {', '.join(missing)}, which this "
+                            f"machine's CPU lacks; runnable here: "
+                            f"{', '.join(p.name for p in detect_local_profiles())}")
+
+
+def this_host() -> str:
+    return socket.gethostname()

@@ -1,0 +1,108 @@
+"""Sample distinct candidate schedules of one task from MetaSchedule's design space.
+
+As TenSet did: take the task's design spaces (post-order-apply of the target's default
+schedule rules), replay one with every sampling decision drawn afresh, run the postprocessors
+(a candidate they reject is invalid and never measured), and keep programs whose structural
+hash is new. Attempt i uses schedule seed f(seed, i), so the same seed gives the same list and
+asking for more candidates extends it (a re-run re-derives exactly what it sampled before).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from tasks.tvm_env import load_tvm, to_plain_json
+
+FEATURE_EXTRACTOR = "per_store_feature_v1"  # MetaSchedule PerStoreFeature, 164-d, no workload
+FEATURE_DIM = 164
+_MAX_SEED = 2**31 - 1  # tvm.s_tir.Schedule seeds must lie in [1, 2^31 - 1]
+_GIVE_UP_AFTER = 64  # consecutive attempts with nothing new: the space is exhausted
+
+
+@dataclass(frozen=True)
+class Candidate:
+    schedule_hash: str  # structural hash of the scheduled module (the dedup key)
+    trace_json: str  # the full trace with decisions and postprocessors, as MetaSchedule writes it
+    design_space: int
+    sample_seed: int
+    features: np.ndarray = field(repr=False)  # (n_stores, FEATURE_DIM) float32
+
+
+def attempt_seed(seed: int, attempt: int) -> int:
+    return 1 + (seed * 1_000_003 + attempt * 7919) % (_MAX_SEED - 1)
+
+
+def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
+                      known_hashes: Iterable[str] = ()) -> tuple[list[Candidate], int]:
+    """Up to `count` new distinct valid candidates; returns them and the invalid-sample count.
+
+    `known_hashes` are schedule hashes already stored: they count towards `count` (so a re-run
+    that finds them stored samples nothing new) but are not returned again.
+    """
+    import json
+
+    tvm = load_tvm(target["kind"])
+    from tvm import s_tir
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+    from tvm.target import Target
+
+    mod = tvm.ir.load_json(mod_json)
+    context = ms.TuneContext(mod, target=Target(target), space_generator="post-order-apply",
+                             task_name="sample", rand_state=attempt_seed(seed, 0), num_threads=1)
+    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
+    postprocs = context.space_generator.postprocs
+    known = set(known_hashes)
+    found: list[tuple[str, s_tir.Schedule, int, int]] = []
+    invalid = since_new = attempt = 0
+    while len(known) < count and since_new < _GIVE_UP_AFTER:
+        attempt += 1
+        since_new += 1
+        space_index = attempt % len(spaces)
+        sch_seed = attempt_seed(seed, attempt)
+        sch = s_tir.Schedule(mod, seed=sch_seed)
+        try:
+            # A decision provider returning None makes every Sample* instruction draw anew.
+            spaces[space_index].apply_to_schedule(sch, remove_postproc=True,
+                                                  decision_provider=lambda *_: None)
+            valid = all(p.apply(sch) for p in postprocs)
+        except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses for invalid samples
+            valid = False
+        if not valid:
+            invalid += 1
+            continue
+        schedule_hash = shash2hex(sch.mod)
+        if schedule_hash in known:
+            continue
+        known.add(schedule_hash)
+        found.append((schedule_hash, sch, space_index, sch_seed))
+        since_new = 0
+
+    if not found:
+        return [], invalid
+    measure_candidates = [ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(
+        sch.mod["main"])) for _, sch, _, _ in found]
+    features = ms.feature_extractor.PerStoreFeature(extract_workload=False).extract_from(
+        context, measure_candidates)
+    return [
+        Candidate(schedule_hash=h,
+                  trace_json=json.dumps(to_plain_json(sch.trace.as_json(remove_postproc=False))),
+                  design_space=space_index, sample_seed=sch_seed,
+                  features=feats.numpy().astype(np.float32))
+        for (h, sch, space_index, sch_seed), feats in zip(found, features)
+    ], invalid
+
+
+def apply_trace(mod_json: str, trace_json: str, target_kind: str = "llvm"):
+    """Rebuild a candidate's scheduled module from its task module and trace JSON."""
+    import json
+
+    tvm = load_tvm(target_kind)
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(tvm.ir.load_json(mod_json))
+    s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
+    return sch.mod

@@ -1,0 +1,67 @@
+"""Importing TVM the cheap way, and small TVM helpers shared by sampling, building and running.
+
+`import tvm.s_tir.tensor_intrin` costs ~34 s on the project's 2-core machines, 24 s of it the
+CUDA intrinsics (FACTS.md); MetaSchedule's TuneContext imports it on construction. A CPU
+target only needs the x86/ARM intrinsics (<1 s), so `load_tvm(kind)` registers the package
+without running its __init__ and imports just the submodules the target kind can use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+_INTRIN_PACKAGE = "tvm.s_tir.tensor_intrin"
+# Which tensor-intrinsic modules each target kind may use (others are never looked up).
+_INTRINSICS_FOR_KIND = {
+    "llvm": ("x86", "arm_cpu", "dot_product_common"),
+    "cuda": ("cuda",),
+    "rocm": ("rocm",),
+    "metal": ("metal",),
+}
+
+
+def load_tvm(target_kind: str = "llvm") -> Any:
+    """Import tvm with only the tensor intrinsics `target_kind` can use; return the module."""
+    import tvm  # noqa: F401  (the ~3 s part)
+
+    if _INTRIN_PACKAGE not in sys.modules:
+        spec = importlib.util.find_spec(_INTRIN_PACKAGE)
+        package = importlib.util.module_from_spec(spec)  # __path__ set, __init__ not run
+        sys.modules[_INTRIN_PACKAGE] = package
+        setattr(importlib.import_module("tvm.s_tir"), "tensor_intrin", package)
+    for name in _INTRINSICS_FOR_KIND.get(target_kind, ()):
+        importlib.import_module(f"{_INTRIN_PACKAGE}.{name}")
+    return tvm
+
+
+def tvm_version() -> str:
+    import tvm
+
+    return str(tvm.__version__)
+
+
+def to_plain_json(obj: Any) -> Any:
+    """Turn TVM containers/immediates (as Trace.as_json returns them) into plain JSON values."""
+    from tvm.tirx import FloatImm, IntImm
+
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    if isinstance(obj, str):
+        return str(obj)  # tvm String -> str
+    if isinstance(obj, (IntImm, FloatImm)):
+        return obj.value
+    if hasattr(obj, "items"):
+        return {str(k): to_plain_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) or hasattr(obj, "__len__"):
+        return [to_plain_json(x) for x in obj]
+    raise TypeError(f"cannot convert {type(obj).__name__} to JSON")
+
+
+def structural_hash_hex(mod: Any) -> str:
+    """The structural hash MetaSchedule uses for workloads, as 16 hex digits."""
+    import tvm_ffi
+
+    return f"{tvm_ffi.structural_hash(mod) & (2**64 - 1):016x}"
