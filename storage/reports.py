@@ -1,0 +1,35 @@
+"""Plain-text summaries of a store, for the terminal and flow logs."""
+
+from __future__ import annotations
+
+from storage.store import Store
+
+SAMPLE_QUERY = ("SELECT hardware, network, count(*) AS measured, count(error_kind) AS errors, "
+                "round(min(mean_latency_s) * 1e6, 2) AS fastest_us FROM v_measurements "
+                "GROUP BY ALL ORDER BY ALL")
+
+
+def format_table(header: list[str], rows: list[tuple]) -> str:
+    """A fixed-width text table (numbers right-aligned)."""
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(header)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
+               for i in range(len(header))]
+
+    def fmt(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, cells)])
+
+
+def measurement_summary(db: str) -> str:
+    """Where the data is, what it holds per hardware and network, and how to query it."""
+    with Store(db, read_only=True) as store:
+        cur = store.con.execute(SAMPLE_QUERY)
+        header = [d[0] for d in cur.description]
+        table = format_table(header, cur.fetchall())
+    return (f"\nstore: {db}\n\n{table}\n\n"
+            f"query it (Python):  tenforge query \"{SAMPLE_QUERY}\" --db {db}\n"
+            f"query it (CLI):     duckdb -readonly {db} \"SELECT * FROM v_measurements LIMIT 5\"\n")

@@ -1,0 +1,147 @@
+"""The collect steps as plain functions: import networks, sample candidates, measure what is missing.
+
+Resumable by construction: sampling is deterministic per seed and stored candidates are
+unique per (task, hardware, schedule hash); measurements are unique per (candidate, settings)
+and written batch by batch in one transaction each. A re-run after a crash re-derives the same
+candidates, finds them stored, and measures only those without a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tasks.hardware import PROJECT_ROOT, HardwareProfile, check_runnable_here, resolve_profile
+from tasks.measure import MeasureJob, Measurer, MeasureResult
+from tasks.networks import network_def
+from tenforge.errors import TenforgeError
+
+DEFAULT_DB = PROJECT_ROOT / "data" / "tenforge.duckdb"
+
+
+def default_db() -> str:
+    return os.environ.get("TENFORGE_DB", str(DEFAULT_DB))
+
+
+def prepare_db_path(db: str | Path) -> Path:
+    """The store path; the default data/ folder is created, any other folder must exist."""
+    path = Path(db).expanduser().resolve()
+    if path == DEFAULT_DB.resolve():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise TenforgeError(f"--db {path} is a folder; give a file path such as "
+                            f"{path / 'tenforge.duckdb'}")
+    return path
+
+
+def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task: int,
+                     batch_size: int, measure_batch: int = 16) -> HardwareProfile:
+    """Check every collect parameter before anything is written; return the profile."""
+    if isinstance(networks, str):
+        networks = [networks]
+    if not networks:
+        raise TenforgeError("networks is empty; name at least one (`tenforge networks`)")
+    for name in networks:
+        network_def(name)
+    for label, value in (("candidates per task", candidates_per_task),
+                         ("batch size", batch_size), ("measure batch", measure_batch)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise TenforgeError(f"{label} must be a positive integer, got {value!r}")
+    profile = resolve_profile(hardware)
+    check_runnable_here(profile)
+    return profile
+
+
+def register_network(db: str, profile: HardwareProfile, network: str, batch_size: int,
+                     input_size: int | None = None) -> list[int]:
+    """Import `network` into TVM, store it with its tasks; return the task ids."""
+    from storage.store import Store
+    from tasks.workloads import extract_network_tasks
+
+    size = network_def(network).default_size if input_size is None else input_size
+    tasks = extract_network_tasks(network, batch_size, size, profile.target)
+    with Store(db) as store, store.transaction():
+        store.upsert_hardware(profile.as_row())
+        network_id = store.upsert_network(network, batch_size, size)
+        ids = store.upsert_tasks(tasks, network_id)
+    return [ids[t.workload_hash] for t in tasks]
+
+
+def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
+                seed: int) -> dict[str, int]:
+    """Make sure task `task_id` has `count` distinct candidates for `profile` (fewer if its
+    design space has fewer); returns how many were new and how many samples were invalid."""
+    from storage.store import Store
+    from tasks.sampling import FEATURE_EXTRACTOR, sample_candidates
+
+    with Store(db) as store:
+        hardware_id = store.upsert_hardware(profile.as_row())
+        known = store.candidate_hashes(task_id, hardware_id)
+        mod_json = store.task_modules([task_id])[task_id]
+    if len(known) >= count:
+        return {"new": 0, "invalid": 0}
+    candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known)
+    with Store(db) as store, store.transaction():
+        new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
+    return {"new": new, "invalid": invalid}
+
+
+@dataclass
+class Progress:
+    """Counts for a long measurement, and the one-line report people watch."""
+
+    total: int
+    done: int = 0
+    errors: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, result: MeasureResult) -> None:
+        self.done += 1
+        self.errors += result.error_kind is not None
+
+    @property
+    def per_minute(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return 60.0 * self.done / elapsed if elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        rate = self.per_minute
+        eta = (self.total - self.done) / rate * 60 if rate > 0 else float("nan")
+        return (f"measured {self.done}/{self.total} ({pct:.0f}%) at {rate:.1f} candidates/min, "
+                f"{self.errors} errors, ETA {eta:.0f} s")
+
+
+def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] | None,
+                    measure_batch: int, flow_run_id: str | None,
+                    report: Callable[[str], None] = print,
+                    build_workers: int = 2) -> dict[str, float]:
+    """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet."""
+    from storage.store import Store
+    from tasks.tvm_env import tvm_version
+
+    settings = profile.measure
+    with Store(db) as store:
+        hardware_id = store.upsert_hardware(profile.as_row())
+        settings_id = store.settings_id(settings.key(), settings.as_dict())
+        pending = store.pending_candidates(hardware_id, settings_id, task_ids)
+        modules = store.task_modules(sorted({p["task_id"] for p in pending}))
+    progress = Progress(total=len(pending))
+    report(f"{profile.name}: {len(pending)} candidates to measure "
+           f"(settings {settings.key()}, {build_workers} build workers)")
+    version = tvm_version()
+    with Measurer(profile, settings, build_workers=build_workers) as measurer:
+        for start in range(0, len(pending), measure_batch):
+            chunk = pending[start:start + measure_batch]
+            jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
+                               p["trace_json"], p["flops"]) for p in chunk]
+            results = measurer.measure(jobs, on_result=progress.add)
+            with Store(db) as store, store.transaction():
+                store.insert_measurements(settings_id, results, version, flow_run_id)
+            report(progress.line())
+    return {"measured": progress.done, "errors": progress.errors,
+            "candidates_per_min": round(progress.per_minute, 1),
+            "seconds": round(time.monotonic() - progress.started, 1)}

@@ -1,0 +1,46 @@
+"""Prefect @task wrappers over tasks.collect: keys and small values in and out, never arrays,
+models or connections. Each resolves the hardware profile by name itself."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+
+from tasks import collect
+from tasks.hardware import resolve_profile
+
+
+@task(name="import-network", tags=["tvm"], task_run_name="import {network}")
+def import_network(db: str, hardware: str, network: str, batch_size: int) -> list[int]:
+    """Import a zoo network into TVM and store its tuning tasks; returns task ids."""
+    return collect.register_network(db, resolve_profile(hardware), network, batch_size)
+
+
+@task(name="sample-candidates", tags=["tvm"], task_run_name="sample {count} for task {task_id}")
+def sample_candidates(db: str, hardware: str, task_id: int, count: int, seed: int) -> dict:
+    return collect.sample_task(db, resolve_profile(hardware), task_id, count, seed)
+
+
+@task(name="measure-candidates", tags=["tvm", "measure"], task_run_name="measure on {hardware}")
+def measure_candidates(db: str, hardware: str, task_ids: list[int], measure_batch: int,
+                       flow_run_id: str | None) -> dict:
+    """Build and run every stored candidate of these tasks that lacks a measurement."""
+    logger = get_run_logger()
+    return collect.measure_pending(db, resolve_profile(hardware), task_ids, measure_batch,
+                                   flow_run_id, report=logger.info)
+
+
+@task(name="record-run")
+def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str | None,
+               status: str, summary: dict | None = None) -> None:
+    """Start (summary None) or finish a row in the store's `runs` table (provenance)."""
+    from storage.store import Store
+    from tasks.hardware import this_host
+    from tasks.tvm_env import tvm_version
+    from tenforge import __version__
+
+    with Store(db) as store:
+        if summary is None:
+            store.start_run(run_id, flow, parameters, hardware=hardware, host=this_host(),
+                            tvm_version=tvm_version(), tenforge_version=__version__)
+        else:
+            store.finish_run(run_id, status, summary)

@@ -1,0 +1,212 @@
+"""`tenforge ...`: the things people do by hand (run a flow, import/export data, query, list).
+
+Imports are lazy: TVM, torch and Prefect take seconds to import, and `--help` or a bad
+argument should answer at once. Errors the user can fix print one line and exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from tenforge.errors import TenforgeError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# Prefect: no telemetry, and a patient ephemeral API start on a busy 2-core machine (FACTS.md).
+PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "60",
+}
+
+
+def bootstrap() -> None:
+    """Put the project root on sys.path and set environment defaults (idempotent)."""
+    if not (PROJECT_ROOT / "flows").is_dir():
+        raise SystemExit(f"tenforge: error: project folders not found next to {PROJECT_ROOT}; "
+                         "install tenforge with `pip install -e .` from its checkout")
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    # torch.export's pytree and TVM's frontends warn loudly about their own internals.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def _networks(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from tasks.collect import prepare_db_path, validate_collect
+
+    validate_collect(args.hardware, args.networks, args.candidates, args.batch_size,
+                     args.measure_batch)  # before Prefect starts: fast, clean errors
+    db = str(prepare_db_path(args.db))
+    from flows.collect import collect
+
+    collect(hardware=args.hardware, networks=args.networks, candidates_per_task=args.candidates,
+            seed=args.seed, batch_size=args.batch_size, db=db, measure_batch=args.measure_batch)
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from tasks.collect import prepare_db_path, validate_collect
+
+    validate_collect(args.hardware, args.networks, args.candidates, 1)
+    db = str(prepare_db_path(args.db))
+    from flows.pipeline import pipeline
+
+    pipeline(hardware=args.hardware, networks=args.networks,
+             candidates_per_task=args.candidates, seed=args.seed, db=db)
+    return 0
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    from storage.reports import format_table
+    from tasks.hardware import all_profiles, detect_local_profiles
+
+    local = detect_local_profiles()[0].name
+    rows = [(("local = " if p.name == local else "") + p.name, p.target_kind, p.runner_kind,
+             p.num_threads, p.description) for p in all_profiles().values()]
+    print(format_table(["profile", "kind", "runner", "threads", "description"], rows))
+    return 0
+
+
+def cmd_networks(args: argparse.Namespace) -> int:
+    from storage.reports import format_table
+    from tasks.networks import ZOO
+
+    print(format_table(["network", "default size", "description"],
+                       [(d.name, d.default_size, d.description) for d in ZOO.values()]))
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from storage.reports import format_table
+    from storage.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        try:
+            cur = store.con.execute(args.sql)
+        except duckdb.Error as exc:
+            raise TenforgeError(f"query failed: {str(exc).splitlines()[0]}") from None
+        if cur.description is None:
+            return 0
+        print(format_table([d[0] for d in cur.description], cur.fetchall()))
+    return 0
+
+
+def cmd_import_ms(args: argparse.Namespace) -> int:
+    from storage.ms_database import import_ms
+    from tasks.collect import prepare_db_path
+    from tasks.hardware import resolve_profile
+
+    summary = import_ms(args.work_dir, resolve_profile(args.hardware), str(prepare_db_path(args.db)))
+    print(f"imported {summary['records']} records ({summary['new_measurements']} new "
+          f"measurements) of {summary['workloads']} workloads into {args.db}")
+    return 0
+
+
+def cmd_export_ms(args: argparse.Namespace) -> int:
+    from storage.ms_database import export_ms
+
+    summary = export_ms(args.db, args.hardware, args.work_dir)
+    print(f"exported {summary['records']} records of {summary['workloads']} workloads to "
+          f"{args.work_dir}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tasks.collect import default_db
+
+    parser = argparse.ArgumentParser(prog="tenforge", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def db_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--db", default=default_db(),
+                       help="DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb)")
+
+    p = sub.add_parser("collect", help="measure candidates of networks on a hardware profile")
+    p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
+    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"],
+                   help="comma-separated zoo networks (`tenforge networks`)")
+    p.add_argument("--candidates", type=_positive, default=8, help="candidates per task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--measure-batch", type=_positive, default=16,
+                   help="candidates built together before being run")
+    db_option(p)
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("pipeline", help="the main job on embedded defaults")
+    p.add_argument("--hardware", default="local")
+    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"])
+    p.add_argument("--candidates", type=_positive, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=cmd_pipeline)
+
+    p = sub.add_parser("hardware", help="list hardware profiles")
+    p.set_defaults(func=cmd_hardware)
+    p = sub.add_parser("networks", help="list zoo networks")
+    p.set_defaults(func=cmd_networks)
+
+    p = sub.add_parser("query", help="run SQL on the store (read-only)")
+    p.add_argument("sql")
+    db_option(p)
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("import-ms", help="load a MetaSchedule JSON database into the store")
+    p.add_argument("work_dir", help="folder with database_workload.json and "
+                                    "database_tuning_record.json")
+    p.add_argument("--hardware", required=True, help="profile the records were measured on")
+    db_option(p)
+    p.set_defaults(func=cmd_import_ms)
+
+    p = sub.add_parser("export-ms", help="write a hardware's measurements as a MetaSchedule "
+                                         "JSON database")
+    p.add_argument("work_dir")
+    p.add_argument("--hardware", required=True)
+    db_option(p)
+    p.set_defaults(func=cmd_export_ms)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    bootstrap()
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TenforgeError as exc:
+        print(f"tenforge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tenforge: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
