@@ -1,0 +1,206 @@
+"""Import and export MetaSchedule JSON databases (database_workload.json +
+database_tuning_record.json, as tune_tir / tune_relax write them).
+
+Both directions go through TVM's own JSONDatabase, so what is read is what TVM would read and
+what is written is what TVM itself writes. MetaSchedule records a failed candidate with
+run_secs = [1e10]; such records become error rows here, and error rows export back that way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from storage.store import Store
+from tenforge.errors import TenforgeError
+
+WORKLOAD_FILE = "database_workload.json"
+RECORD_FILE = "database_tuning_record.json"
+MS_FAILED_RUN_SECS = 1e10  # MetaSchedule's marker for a candidate that did not build or run
+IMPORTED_SETTINGS_KEY = "imported-metaschedule"
+
+
+@dataclass(frozen=True)
+class _Task:
+    task_name: str
+    workload_hash: str
+    flops: float
+    mod_json: str
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    schedule_hash: str
+    trace_json: str
+    design_space: int | None = None
+    sample_seed: int | None = None
+
+
+@dataclass(frozen=True)
+class _Result:
+    candidate_id: int
+    run_secs: tuple[float, ...]
+    error_kind: str | None
+    error_msg: str | None
+    verified: bool | None = None
+    build_s: float | None = None
+    run_wall_s: float | None = None
+
+
+def _open_json_database(work_dir: Path, create: bool) -> Any:
+    from tasks.tvm_env import load_tvm
+
+    load_tvm("llvm")
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.database.JSONDatabase(path_workload=str(work_dir / WORKLOAD_FILE),
+                                    path_tuning_record=str(work_dir / RECORD_FILE),
+                                    allow_missing=create)
+
+
+def _check_json_lines(path: Path) -> None:
+    """Fail with the file and line number on the first line that is not a JSON array."""
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TenforgeError(f"{path}:{number}: not valid JSON ({exc.msg}); expected one "
+                                    "JSON array per line as MetaSchedule writes") from None
+            if not isinstance(value, list) or len(value) != 2:
+                raise TenforgeError(f"{path}:{number}: expected a 2-element JSON array "
+                                    "(MetaSchedule database format)")
+
+
+def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
+    """Load a MetaSchedule JSON database measured on `profile` into the store at `db`."""
+    from tvm.s_tir import analysis
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    from tasks.tvm_env import load_tvm, to_plain_json, tvm_version
+
+    work = Path(work_dir)
+    for name in (WORKLOAD_FILE, RECORD_FILE):
+        if not (work / name).is_file():
+            raise TenforgeError(f"{work} is not a MetaSchedule database folder: {name} is missing")
+        _check_json_lines(work / name)
+    tvm = load_tvm("llvm")
+    try:
+        database = _open_json_database(work, create=False)
+        records = list(database.get_all_tuning_records())
+    except Exception as exc:  # noqa: BLE001 - TVM raises TVMError / ValueError on bad content
+        raise TenforgeError(f"{work}: not a readable MetaSchedule database "
+                            f"({str(exc).strip().splitlines()[-1]})") from None
+
+    tasks: dict[str, _Task] = {}
+    by_task: dict[str, list[tuple[_Candidate, list[float]]]] = {}
+    for record in records:
+        mod = record.workload.mod
+        workload_hash = shash2hex(mod)
+        if workload_hash not in tasks:
+            name = str(mod["main"].attrs["global_symbol"]) if "global_symbol" in (
+                mod["main"].attrs or {}) else "main"
+            tasks[workload_hash] = _Task(name, workload_hash,
+                                         float(analysis.estimate_tir_flops(mod)),
+                                         tvm.ir.save_json(mod))
+        scheduled = _replay(tvm, mod, record.trace)
+        candidate = _Candidate(shash2hex(scheduled),
+                               json.dumps(to_plain_json(record.trace.as_json())))
+        secs = [float(s) for s in (record.run_secs or [])]
+        by_task.setdefault(workload_hash, []).append((candidate, secs))
+
+    with Store(db) as store, store.transaction():
+        hardware_id = store.upsert_hardware(profile.as_row())
+        settings_id = store.settings_id(IMPORTED_SETTINGS_KEY,
+                                        {"source": "MetaSchedule JSON database"})
+        ids = store.upsert_tasks(list(tasks.values()))
+        new_measurements = 0
+        for workload_hash, items in by_task.items():
+            task_id = ids[workload_hash]
+            store.insert_candidates(task_id, hardware_id, [c for c, _ in items], source="imported")
+            candidate_ids = dict(store.query(
+                "SELECT schedule_hash, candidate_id FROM candidates WHERE task_id = ? AND "
+                "hardware_id = ?", [task_id, hardware_id]))
+            results = [_result(candidate_ids[c.schedule_hash], secs) for c, secs in items]
+            new_measurements += store.insert_measurements(settings_id, results, tvm_version(),
+                                                          flow_run_id=None)
+    return {"records": len(records), "workloads": len(tasks), "new_measurements": new_measurements}
+
+
+def _replay(tvm: Any, mod: Any, trace: Any) -> Any:
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(mod)
+    trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch.mod
+
+
+def _result(candidate_id: int, secs: list[float]) -> _Result:
+    if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
+        return _Result(candidate_id, (), "run_error", "failed in MetaSchedule (run_secs 1e10 or "
+                                                      "missing in the imported record)")
+    return _Result(candidate_id, tuple(secs), None, None)
+
+
+def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
+    """Write `hardware`'s measured candidates from the store as a MetaSchedule JSON database."""
+    from tasks.tvm_env import load_tvm
+
+    tvm = load_tvm("llvm")
+    from tvm import s_tir
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
+    work = Path(work_dir)
+    if any((work / name).exists() for name in (WORKLOAD_FILE, RECORD_FILE)):
+        raise TenforgeError(f"{work} already holds a MetaSchedule database; export into an "
+                            "empty or new folder")
+    with Store(db, read_only=True) as store:
+        hardware_id = store.hardware_id(hardware)
+        target = json.loads(store.scalar("SELECT target_json FROM hardware WHERE hardware_id = ?",
+                                         [hardware_id]))
+        rows = store.query(
+            "SELECT t.task_id, t.mod_json, c.trace_json, m.run_secs, m.error_kind "
+            "FROM measurements m JOIN candidates c USING (candidate_id) JOIN tasks t USING "
+            "(task_id) WHERE c.hardware_id = ? ORDER BY t.task_id, m.measurement_id",
+            [hardware_id])
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TenforgeError(f"cannot create {work}: {exc.strerror}") from None
+    database = _open_json_database(work, create=True)
+    tvm_target = Target(target)
+    workloads: dict[int, Any] = {}
+    for task_id, mod_json, trace_json, run_secs, error_kind in rows:
+        if task_id not in workloads:
+            workloads[task_id] = database.commit_workload(tvm.ir.load_json(mod_json))
+        workload = workloads[task_id]
+        sch = s_tir.Schedule(workload.mod)
+        s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
+        secs = [MS_FAILED_RUN_SECS] if error_kind else [float(s) for s in run_secs]
+        database.commit_tuning_record(ms.database.TuningRecord(
+            sch.trace, workload, run_secs=secs, target=tvm_target,
+            args_info=ms.arg_info.ArgInfo.from_prim_func(workload.mod["main"])))
+    return {"records": len(rows), "workloads": len(workloads)}
+
+
+def records_summary(work_dir: str | Path) -> list[tuple[str, str, tuple[float, ...]]]:
+    """(workload hash, canonical trace JSON, run_secs) of every record: for comparing databases."""
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    from tasks.tvm_env import to_plain_json
+
+    database = _open_json_database(Path(work_dir), create=False)
+    out = []
+    for record in database.get_all_tuning_records():
+        trace = json.dumps(to_plain_json(record.trace.as_json()), sort_keys=True)
+        secs = tuple(np.round([float(s) for s in (record.run_secs or [])], 12))
+        out.append((shash2hex(record.workload.mod), trace, secs))
+    return sorted(out)

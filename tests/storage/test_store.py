@@ -1,0 +1,90 @@
+"""Store writes: idempotent inserts, a profile name never changes meaning, failures are rows."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from storage.store import Store
+from tasks.hardware import detect_local_profiles
+from tenforge.errors import TenforgeError
+
+
+@dataclass
+class T:
+    task_name: str = "mm"
+    workload_hash: str = "0xabc"
+    flops: float = 2.0
+    mod_json: str = "{}"
+    weight: int = 3
+
+
+@dataclass
+class C:
+    schedule_hash: str
+    trace_json: str = "[[], []]"
+    design_space: int = 0
+    sample_seed: int = 1
+    features: np.ndarray = None
+
+
+@dataclass
+class R:
+    candidate_id: int
+    run_secs: tuple = (1e-3, 3e-3)
+    error_kind: str | None = None
+    error_msg: str | None = None
+    verified: bool | None = True
+    build_s: float = 0.1
+    run_wall_s: float = 0.01
+
+
+def _seed(store):
+    hid = store.upsert_hardware(detect_local_profiles()[0].as_row())
+    nid = store.upsert_network("net", 1, 8)
+    tid = store.upsert_tasks([T()], nid)["0xabc"]
+    sid = store.settings_id("k", {"a": 1})
+    return hid, tid, sid
+
+
+def test_inserts_are_idempotent_and_measurements_unique(db):
+    with Store(db) as store:
+        hid, tid, sid = _seed(store)
+        assert _seed(store) == (hid, tid, sid)
+        cands = [C(f"h{i}", features=np.ones((2, 164), np.float32) * i) for i in range(3)]
+        assert store.insert_candidates(tid, hid, cands, extractor="x") == 3
+        assert store.insert_candidates(tid, hid, cands, extractor="x") == 0
+        pending = store.pending_candidates(hid, sid)
+        assert len(pending) == 3
+        ids = [p["candidate_id"] for p in pending]
+        results = [R(ids[0]), R(ids[1], run_secs=(), error_kind="run_crash", error_msg="boom",
+                                verified=None)]
+        assert store.insert_measurements(sid, results, "0.27", "run-1") == 2
+        assert store.insert_measurements(sid, results, "0.27", "run-2") == 0  # never twice
+        assert [p["candidate_id"] for p in store.pending_candidates(hid, sid)] == [ids[2]]
+        rows = store.query("SELECT network, mean_latency_s, error_kind FROM v_measurements "
+                           "ORDER BY candidate_id")
+        assert rows == [("net", pytest.approx(2e-3), None), ("net", None, "run_crash")]
+        feats = store.scalar("SELECT \"values\" FROM features WHERE candidate_id = ?", [ids[2]])
+        assert len(feats) == 2 * 164 and feats[0] == 2.0
+        assert store.scalar("SELECT weight FROM network_tasks") == 3
+
+
+def test_a_changed_profile_under_an_old_name_is_refused(db):
+    profile = detect_local_profiles()[0]
+    row = profile.as_row()
+    with Store(db) as store:
+        store.upsert_hardware(row)
+        changed = {**row, "target_json": '{"kind": "llvm", "mcpu": "x86-64"}'}
+        with pytest.raises(TenforgeError, match="give the changed profile a new name"):
+            store.upsert_hardware(changed)
+
+
+def test_a_failed_transaction_leaves_nothing(db):
+    with Store(db) as store:
+        hid, tid, sid = _seed(store)
+        with pytest.raises(RuntimeError):
+            with store.transaction():
+                store.insert_candidates(tid, hid, [C("x1")])
+                raise RuntimeError("killed mid-batch")
+        assert store.scalar("SELECT count(*) FROM candidates") == 0

@@ -1,0 +1,90 @@
+"""Hardware profiles: two honest local CPU profiles, declared ones from a file, clear refusals."""
+
+import pytest
+
+from tasks import hardware
+from tasks.hardware import (HARDWARE_FEATURE_NAMES, MeasureSettings, check_runnable_here,
+                            detect_local_profiles, load_declared_profiles, resolve_profile)
+from tenforge.errors import TenforgeError
+
+DECLARED = """
+[[profile]]
+name = "gpu-h100"
+description = "NVIDIA H100 by TVM tag"
+target = "nvidia/nvidia-h100"
+
+[[profile]]
+name = "board-rpc"
+target = { kind = "llvm", mtriple = "aarch64-linux-gnu", mattr = ["+neon"], num-cores = 4 }
+runner = { kind = "rpc", tracker = "127.0.0.1:9190", key = "board" }
+measure = { run_timeout_s = 60.0 }
+
+[[profile]]
+name = "avx512-box"
+target = { kind = "llvm", mcpu = "skylake-avx512", num-cores = 8 }
+"""
+
+
+def test_this_machine_offers_two_distinct_cpu_profiles():
+    profiles = detect_local_profiles()
+    assert len(profiles) >= 2
+    full, narrow = profiles[0], profiles[1]
+    assert full.name != narrow.name
+    assert full.target != narrow.target
+    assert full.feature_vector() != narrow.feature_vector()
+    assert narrow.num_threads == 1 and narrow.features["has_avx"] == 0.0
+    assert len(full.feature_vector()) == len(HARDWARE_FEATURE_NAMES)
+    for profile in profiles:
+        check_runnable_here(profile)
+    assert resolve_profile("local") == full
+
+
+def test_unknown_profile_names_the_choices():
+    with pytest.raises(TenforgeError, match="unknown hardware profile 'nope'; known: local"):
+        resolve_profile("nope")
+
+
+def test_declared_profiles(tmp_path, monkeypatch):
+    path = tmp_path / "hardware.toml"
+    path.write_text(DECLARED)
+    monkeypatch.setenv("TENFORGE_HARDWARE", str(path))
+    gpu, board, wide = load_declared_profiles()
+    assert gpu.target_kind == "cuda" and gpu.features["is_gpu"] == 1.0
+    assert gpu.features["max_shared_memory_per_block"] == 49152
+    assert gpu.features["warp_size"] == 32 and gpu.arch.startswith("sm_90")
+    assert board.runner_kind == "rpc" and board.measure.run_timeout_s == 60.0
+    assert board.features["has_neon"] == 1.0
+    check_runnable_here(board)  # an RPC device is checked when connecting, not here
+    assert resolve_profile("gpu-h100") == gpu
+
+
+def test_targets_this_machine_cannot_run_are_refused(tmp_path, monkeypatch):
+    path = tmp_path / "hardware.toml"
+    path.write_text(DECLARED)
+    monkeypatch.setenv("TENFORGE_HARDWARE", str(path))
+    import tvm
+
+    if not tvm.cuda(0).exist:
+        with pytest.raises(TenforgeError, match="no CUDA device"):
+            check_runnable_here(resolve_profile("gpu-h100"))
+    if "avx512f" not in hardware._cpuinfo_flags():
+        with pytest.raises(TenforgeError, match="needs avx512"):
+            check_runnable_here(resolve_profile("avx512-box"))
+
+
+def test_a_bad_profile_file_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "hardware.toml"
+    monkeypatch.setenv("TENFORGE_HARDWARE", str(path))
+    path.write_text("[[profile]\nname=")
+    with pytest.raises(TenforgeError, match="not valid TOML"):
+        load_declared_profiles()
+    path.write_text('[[profile]]\nname = "x"\ntarget = { kind = "no-such-kind" }\n')
+    with pytest.raises(TenforgeError, match="invalid TVM target"):
+        load_declared_profiles()
+
+
+def test_repeats_follow_tenset_by_flops():
+    settings = MeasureSettings()
+    assert [settings.repeats_for(f) for f in (1e6, 1e8, 1e9, 3e9)] == [10, 8, 6, 4]
+    assert MeasureSettings(repeat=3).repeats_for(1e6) == 3
+    assert settings.key() == MeasureSettings().key() != MeasureSettings(repeat=3).key()

@@ -1,0 +1,102 @@
+"""The measurer on real builds and runs: correct timings, and every fault recorded, not fatal."""
+
+import dataclasses
+
+import pytest
+import tvm
+from tvm import te
+from tvm.script import tirx as T
+
+from tasks.hardware import detect_local_profiles
+from tasks.measure import MeasureJob, Measurer, _outputs_match
+from tasks.sampling import sample_candidates
+from tasks.workloads import extract_network_tasks
+
+pytestmark = pytest.mark.slow
+EMPTY_TRACE = "[[], []]"
+
+
+@T.prim_func
+def accumulate(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    # Not idempotent: every extra run changes B, so a timed candidate differs from one run.
+    for i in range(16):
+        B[i] = B[i] + A[i]
+
+
+@T.prim_func
+def spin(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    # Runs forever: B[0] only grows (to inf, which is still > 0).
+    B[0] = T.float32(1)
+    while B[0] > T.float32(0):
+        B[0] = B[0] + A[0] * A[0] + T.float32(1)
+
+
+def _job(candidate_id, prim_func):
+    return MeasureJob(candidate_id, f"0x{prim_func.__name__}",
+                      tvm.ir.save_json(tvm.IRModule({"main": prim_func})), EMPTY_TRACE, 16.0)
+
+
+def _te_job(candidate_id, make):
+    a = te.placeholder((16,), name="A")
+    out = make(a)
+    mod = tvm.IRModule({"main": te.create_prim_func([a, out])})
+    return MeasureJob(candidate_id, f"0xfault{candidate_id}", tvm.ir.save_json(mod), EMPTY_TRACE,
+                      flops=16.0)
+
+
+def _segfault(a):  # reads gigabytes past the buffer
+    return te.compute((16,), lambda i: a[i * 100000000], name="B")
+
+
+@pytest.fixture(scope="module")
+def profile():
+    base = detect_local_profiles()[-1]  # the 1-thread profile
+    return dataclasses.replace(base, measure=dataclasses.replace(
+        base.measure, build_timeout_s=15.0, run_timeout_s=3.0))
+
+
+def test_real_candidates_are_timed_and_verified(profile):
+    task = extract_network_tasks("matmul", 1, 64, profile.target)[0]
+    cands, _ = sample_candidates(task.mod_json, profile.target, 4, seed=0)
+    jobs = [MeasureJob(i, task.workload_hash, task.mod_json, c.trace_json, task.flops)
+            for i, c in enumerate(cands)]
+    with Measurer(profile, build_workers=2) as measurer:
+        results = measurer.measure(jobs)
+    assert [r.candidate_id for r in results] == list(range(4))
+    for result in results:
+        assert result.error_kind is None, result.error_msg
+        assert result.verified is True
+        assert len(result.run_secs) == profile.measure.repeats_for(task.flops)
+        assert all(0 < s < 1 for s in result.run_secs)
+        assert result.build_s > 0
+
+
+def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
+    good_task = extract_network_tasks("matmul", 1, 32, profile.target)[0]
+    good, _ = sample_candidates(good_task.mod_json, profile.target, 1, seed=0)
+    bad_trace = MeasureJob(2, good_task.workload_hash, good_task.mod_json,
+                           '[[["GetSBlock", [], ["no_such_block", "main"], ["b0"]]], []]', 1.0)
+    jobs = [
+        _te_job(1, _segfault),
+        bad_trace,
+        _job(3, spin),
+        _job(4, accumulate),
+        MeasureJob(5, good_task.workload_hash, good_task.mod_json, good[0].trace_json,
+                   good_task.flops),
+    ]
+    with Measurer(profile, build_workers=1) as measurer:
+        kinds = {r.candidate_id: (r.error_kind, r.error_msg) for r in measurer.measure(jobs)}
+    assert kinds[1][0] == "run_crash" and "SIG" in kinds[1][1]
+    assert kinds[2][0] == "build_error" and "\n" not in kinds[2][1]
+    assert kinds[3][0] == "run_timeout"
+    assert kinds[4][0] == "wrong_result"
+    assert kinds[5] == (None, None)
+
+
+def test_output_comparison_tolerates_rounding_only():
+    import numpy as np
+
+    want = [np.array([1.0, 2.0, 3.0], np.float32)]
+    assert _outputs_match([want[0] + 1e-6], want)
+    assert not _outputs_match([want[0] + 0.1], want)
+    assert not _outputs_match([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
