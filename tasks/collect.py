@@ -34,6 +34,8 @@ def prepare_db_path(db: str | Path) -> Path:
     if path.is_dir():
         raise TenforgeError(f"--db {path} is a folder; give a file path such as "
                             f"{path / 'tenforge.duckdb'}")
+    if not path.parent.is_dir():
+        raise TenforgeError(f"cannot create store {path}: folder {path.parent} does not exist")
     return path
 
 

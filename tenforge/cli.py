@@ -139,11 +139,18 @@ def cmd_export_ms(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (plus where to look) and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tasks.collect import default_db
 
-    parser = argparse.ArgumentParser(prog="tenforge", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="tenforge", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def db_option(p: argparse.ArgumentParser) -> None:
         p.add_argument("--db", default=default_db(),

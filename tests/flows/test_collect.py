@@ -1,0 +1,78 @@
+"""The collect flow through the real CLI: stores real measurements, survives SIGKILL, refuses
+bad input before writing anything."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from storage.store import Store
+from tasks.hardware import detect_local_profiles
+
+from tests.conftest import ROOT, run_cli
+
+PROFILE = detect_local_profiles()[-1].name  # the 1-thread profile: cheap and quiet
+
+
+def _collect_args(db):
+    return ["collect", "--hardware", PROFILE, "--networks", "matmul,dense_bias_relu",
+            "--candidates", "6", "--measure-batch", "2", "--db", db]
+
+
+def _counts(db):
+    with Store(db, read_only=True) as store:
+        return store.query(
+            "SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM measurements), "
+            "(SELECT count(DISTINCT candidate_id) FROM measurements), "
+            "(SELECT count(*) FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM measurements m "
+            " WHERE m.candidate_id = c.candidate_id))")[0]
+
+
+@pytest.mark.slow
+def test_killed_collection_resumes_and_measures_each_candidate_once(db):
+    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *_collect_args(db)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    seen = []
+    for line in proc.stdout:  # kill right after the first batch has been committed
+        seen.append(line)
+        if "measured 2/" in line or time.monotonic() > deadline:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert any("measured 2/" in line for line in seen), "".join(seen[-20:])
+    time.sleep(1)
+    candidates, measurements, distinct, missing = _counts(db)
+    assert 0 < measurements < candidates and missing > 0  # it really was interrupted
+
+    result = run_cli(*_collect_args(db))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    candidates_after, measurements, distinct, missing = _counts(db)
+    assert candidates_after == candidates  # same seed: the same candidates, none added
+    assert measurements == distinct == candidates and missing == 0
+    with Store(db, read_only=True) as store:
+        assert store.scalar("SELECT count(*) FROM v_measurements WHERE hardware = ? AND "
+                            "error_kind IS NULL", [PROFILE]) > 0
+        assert store.scalar("SELECT count(*) FROM runs WHERE status = 'completed'") == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["collect", "--hardware", "nope"], "unknown hardware profile 'nope'"),
+    (["collect", "--networks", "resnet19"], "unknown network 'resnet19'"),
+    (["collect", "--networks", ","], "networks is empty"),
+    (["collect", "--candidates", "0"], "expected a positive integer, got 0"),
+    (["collect", "--batch-size", "-2"], "expected a positive integer, got -2"),
+    (["collect", "--db", "/no/such/folder/x.duckdb"], "folder /no/such/folder does not exist"),
+    (["query", "SELECT 1", "--db", "/no/such.duckdb"], "does not exist"),
+    (["export-ms", "/tmp/x", "--hardware", "h", "--db", "/no/such.duckdb"], "does not exist"),
+])
+def test_bad_cli_input_gets_one_line_and_exit_2(args, message, tmp_path):
+    result = run_cli(*args, env={"TENFORGE_DB": str(tmp_path / "default.duckdb")})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not (tmp_path / "default.duckdb").exists()
