@@ -25,31 +25,11 @@ IMPORTED_SETTINGS_KEY = "imported-metaschedule"
 
 
 @dataclass(frozen=True)
-class _Task:
-    task_name: str
-    workload_hash: str
-    flops: float
-    mod_json: str
-    weight: int = 1
-
-
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate:  # what Store.insert_candidates needs of an imported record (no features)
     schedule_hash: str
     trace_json: str
     design_space: int | None = None
     sample_seed: int | None = None
-
-
-@dataclass(frozen=True)
-class _Result:
-    candidate_id: int
-    run_secs: tuple[float, ...]
-    error_kind: str | None
-    error_msg: str | None
-    verified: bool | None = None
-    build_s: float | None = None
-    run_wall_s: float | None = None
 
 
 def _open_json_database(work_dir: Path, create: bool) -> Any:
@@ -85,6 +65,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
     from tasks.tvm_env import load_tvm, to_plain_json, tvm_version
+    from tasks.workloads import TaskInfo
 
     work = Path(work_dir)
     for name in (WORKLOAD_FILE, RECORD_FILE):
@@ -99,7 +80,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
         raise TenforgeError(f"{work}: not a readable MetaSchedule database "
                             f"({str(exc).strip().splitlines()[-1]})") from None
 
-    tasks: dict[str, _Task] = {}
+    tasks: dict[str, TaskInfo] = {}
     by_task: dict[str, list[tuple[_Candidate, list[float]]]] = {}
     for record in records:
         mod = record.workload.mod
@@ -107,9 +88,9 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
         if workload_hash not in tasks:
             name = str(mod["main"].attrs["global_symbol"]) if "global_symbol" in (
                 mod["main"].attrs or {}) else "main"
-            tasks[workload_hash] = _Task(name, workload_hash,
-                                         float(analysis.estimate_tir_flops(mod)),
-                                         tvm.ir.save_json(mod))
+            tasks[workload_hash] = TaskInfo(name, workload_hash,
+                                            float(analysis.estimate_tir_flops(mod)), 1,
+                                            tvm.ir.save_json(mod))
         scheduled = _replay(tvm, mod, record.trace)
         candidate = _Candidate(shash2hex(scheduled),
                                json.dumps(to_plain_json(record.trace.as_json())))
@@ -142,11 +123,14 @@ def _replay(tvm: Any, mod: Any, trace: Any) -> Any:
     return sch.mod
 
 
-def _result(candidate_id: int, secs: list[float]) -> _Result:
+def _result(candidate_id: int, secs: list[float]) -> Any:
+    from tasks.measure import MeasureResult
+
     if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
-        return _Result(candidate_id, (), "run_error", "failed in MetaSchedule (run_secs 1e10 or "
-                                                      "missing in the imported record)")
-    return _Result(candidate_id, tuple(secs), None, None)
+        return MeasureResult(candidate_id, error_kind="run_error",
+                             error_msg="failed in MetaSchedule (run_secs 1e10 or missing in the "
+                                       "imported record)")
+    return MeasureResult(candidate_id, run_secs=tuple(secs))
 
 
 def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:

@@ -215,7 +215,9 @@ def detect_local_profiles() -> tuple[HardwareProfile, ...]:
     best = "avx512" if "avx512f" in host_isa else "avx2" if "avx2" in host_isa else \
         "avx" if "avx" in host_isa else "sse42"
     full_target = {"kind": "llvm", "mcpu": cpu, "num-cores": cores}
-    full_isa = llvm_target_isa(full_target) & (host_isa or llvm_target_isa(full_target))
+    full_isa = llvm_target_isa(full_target)
+    if host_isa:  # a VM may hide features its CPU model has: trust what the kernel reports
+        full_isa &= host_isa
     profiles = [HardwareProfile(
         name=f"cpu-{cpu}-{best}-{cores}t",
         target=full_target,
@@ -260,6 +262,8 @@ def _gpu_features(target: dict[str, Any]) -> dict[str, float]:
 def _declared_profile(entry: dict[str, Any], source: Path) -> HardwareProfile:
     from tvm.target import Target
 
+    from tasks.tvm_env import to_plain_json
+
     name = entry.get("name")
     if not name or "target" not in entry:
         raise TenforgeError(f"{source}: every [[profile]] needs `name` and `target` (got {entry})")
@@ -268,7 +272,7 @@ def _declared_profile(entry: dict[str, Any], source: Path) -> HardwareProfile:
     except Exception as exc:  # TVM raises a variety of errors for bad targets
         raise TenforgeError(f"{source}: profile {name!r} has an invalid TVM target "
                             f"{entry['target']!r}: {str(exc).splitlines()[0]}") from None
-    target = json.loads(json.dumps(target, default=list))  # tuples -> lists, plain JSON
+    target = to_plain_json(target)  # TVM Map/Array -> dict/list
     kind = target["kind"]
     if kind == "llvm":
         isa = llvm_target_isa(target)
