@@ -87,3 +87,21 @@ def test_a_locked_store_fails_with_one_line(db):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_store_opens_in_the_duckdb_command_line_tool(db):
+    """README promise: the pinned PyPI duckdb-cli reads the file as written."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).with_name("duckdb")
+    cli = str(cli) if cli.exists() else shutil.which("duckdb")
+    assert cli, "duckdb-cli is a dev dependency: pip install -e '.[dev]'"
+    with Store(db):
+        pass
+    out = subprocess.run([cli, "-readonly", "-csv", db, "SELECT count(*) AS n FROM "
+                          "v_measurements"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["n", "0"]

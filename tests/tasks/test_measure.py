@@ -100,3 +100,25 @@ def test_output_comparison_tolerates_rounding_only():
     assert _outputs_match([want[0] + 1e-6], want)
     assert not _outputs_match([want[0] + 0.1], want)
     assert not _outputs_match([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
+
+
+def test_rpc_runner_measures_on_a_remote_device(profile):
+    """A profile with an RPC runner: artifacts are uploaded to a TVM RPC server (here on
+    loopback, standing in for a board) and timed there."""
+    from tvm import rpc
+
+    server = rpc.Server(host="127.0.0.1", port=9190, port_end=9290, silent=True)
+    try:
+        remote = dataclasses.replace(profile, name="loopback-rpc",
+                                     runner={"kind": "rpc", "address": f"127.0.0.1:{server.port}"})
+        task = extract_network_tasks("matmul", 1, 32, remote.target)[0]
+        cands, _ = sample_candidates(task.mod_json, remote.target, 2, seed=1)
+        jobs = [MeasureJob(i, task.workload_hash, task.mod_json, c.trace_json, task.flops)
+                for i, c in enumerate(cands)]
+        with Measurer(remote, build_workers=1) as measurer:
+            results = measurer.measure(jobs)
+    finally:
+        server.terminate()
+    for result in results:
+        assert result.error_kind is None, result.error_msg
+        assert result.verified is True and result.run_secs
