@@ -31,5 +31,8 @@ def measurement_summary(db: str) -> str:
         header = [d[0] for d in cur.description]
         table = format_table(header, cur.fetchall())
     return (f"\nstore: {db}\n\n{table}\n\n"
-            f"query it (Python):  tenforge query \"{SAMPLE_QUERY}\" --db {db}\n"
-            f"query it (CLI):     duckdb -readonly {db} \"SELECT * FROM v_measurements LIMIT 5\"\n")
+            f"query it:        ./run query \"{SAMPLE_QUERY}\" --db {db}\n"
+            f"or with DuckDB:  .venv/bin/duckdb -readonly {db} "
+            f"\"SELECT * FROM v_measurements LIMIT 5\"\n"
+            f"(from the project root; `tenforge` and `duckdb` directly where .venv/bin is on "
+            f"PATH)\n")
