@@ -32,10 +32,10 @@ class _Candidate:  # what Store.insert_candidates needs of an imported record (n
     sample_seed: int | None = None
 
 
-def _open_json_database(work_dir: Path, create: bool) -> Any:
+def _open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> Any:
     from tasks.tvm_env import load_tvm
 
-    load_tvm("llvm")
+    load_tvm(target)
     from tvm.s_tir import meta_schedule as ms
 
     return ms.database.JSONDatabase(path_workload=str(work_dir / WORKLOAD_FILE),
@@ -72,9 +72,9 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
         if not (work / name).is_file():
             raise TenforgeError(f"{work} is not a MetaSchedule database folder: {name} is missing")
         _check_json_lines(work / name)
-    tvm = load_tvm("llvm")
+    tvm = load_tvm(profile.target)  # the traces may use the target's tensor intrinsics
     try:
-        database = _open_json_database(work, create=False)
+        database = _open_json_database(work, create=False, target=profile.target)
         records = list(database.get_all_tuning_records())
     except Exception as exc:  # noqa: BLE001 - TVM raises TVMError / ValueError on bad content
         raise TenforgeError(f"{work}: not a readable MetaSchedule database "
@@ -137,11 +137,6 @@ def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
     """Write `hardware`'s measured candidates from the store as a MetaSchedule JSON database."""
     from tasks.tvm_env import load_tvm
 
-    tvm = load_tvm("llvm")
-    from tvm import s_tir
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.target import Target
-
     work = Path(work_dir)
     if any((work / name).exists() for name in (WORKLOAD_FILE, RECORD_FILE)):
         raise TenforgeError(f"{work} already holds a MetaSchedule database; export into an "
@@ -155,11 +150,16 @@ def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
             "FROM measurements m JOIN candidates c USING (candidate_id) JOIN tasks t USING "
             "(task_id) WHERE c.hardware_id = ? ORDER BY t.task_id, m.measurement_id",
             [hardware_id])
+    tvm = load_tvm(target)
+    from tvm import s_tir
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
     try:
         work.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise TenforgeError(f"cannot create {work}: {exc.strerror}") from None
-    database = _open_json_database(work, create=True)
+    database = _open_json_database(work, create=True, target=target)
     tvm_target = Target(target)
     workloads: dict[int, Any] = {}
     for task_id, mod_json, trace_json, run_secs, error_kind in rows:

@@ -69,21 +69,30 @@ def _one_line(text: str, limit: int = 500) -> str:
 _TASK_MODS: OrderedDict[str, Any] = OrderedDict()
 _TASK_STATE: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _SESSION: dict[str, Any] = {}
-_CACHE_SIZE = 4
+_MODS_KEPT = 64
+# Inputs and reference outputs are kept per task so that a task is prepared (its unscheduled
+# function built and run) once per worker, not once per batch; bounded by their size.
+_STATE_BYTES_KEPT = 512 * 2**20
 
 
-def _lru_put(cache: OrderedDict, key: str, value: Any) -> Any:
+def _lru_put(cache: OrderedDict, key: str, value: Any, size: Callable[[Any], int],
+             budget: int) -> Any:
     cache[key] = value
     cache.move_to_end(key)
-    while len(cache) > _CACHE_SIZE:
+    while len(cache) > 1 and sum(size(v) for v in cache.values()) > budget:
         cache.popitem(last=False)
     return value
+
+
+def _state_bytes(state: dict[str, Any]) -> int:
+    return sum(a.nbytes for a in state["inputs"]) + sum(a.nbytes for a in state["reference"] or ())
 
 
 def _task_mod(tvm: Any, workload_hash: str, mod_json: str) -> Any:
     if workload_hash in _TASK_MODS:
         return _TASK_MODS[workload_hash]
-    return _lru_put(_TASK_MODS, workload_hash, tvm.ir.load_json(mod_json))
+    return _lru_put(_TASK_MODS, workload_hash, tvm.ir.load_json(mod_json), lambda _: 1,
+                    _MODS_KEPT)
 
 
 def _session(tvm: Any, target: dict, runner: dict) -> tuple[Callable[[str], Any], Any]:
@@ -138,6 +147,9 @@ def _random_args(arg_info: list[Any], seed: int) -> list[np.ndarray]:
 
 def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     """Inputs for a task and, if asked, the unscheduled function's outputs on them."""
+    cached = _TASK_STATE.get(req["workload_hash"])
+    if cached is not None and (cached["reference"] is not None or not req["check"]):
+        return {"checked": cached["reference"] is not None}
     from tvm.s_tir import meta_schedule as ms
     from tvm.target import Target
 
@@ -152,7 +164,8 @@ def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
         load(path)["main"](*tensors)
         reference = [t.numpy() for t in tensors]
         os.remove(path)
-    _lru_put(_TASK_STATE, req["workload_hash"], {"inputs": inputs, "reference": reference})
+    _lru_put(_TASK_STATE, req["workload_hash"], {"inputs": inputs, "reference": reference},
+             _state_bytes, _STATE_BYTES_KEPT)
     return {"checked": reference is not None}
 
 
@@ -197,10 +210,10 @@ def _do_run(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
 _HANDLERS = {"build": _do_build, "prepare": _do_prepare, "run": _do_run}
 
 
-def _worker_main(conn: Any, target_kind: str) -> None:
+def _worker_main(conn: Any, target: dict[str, Any]) -> None:
     from tasks.tvm_env import load_tvm
 
-    tvm = load_tvm(target_kind)
+    tvm = load_tvm(target)
     conn.send(("ready", None))
     while True:
         try:
@@ -253,8 +266,8 @@ class Worker:
 
     START_TIMEOUT_S = 120.0
 
-    def __init__(self, target_kind: str, env: dict[str, str]):
-        self.target_kind = target_kind
+    def __init__(self, target: dict[str, Any], env: dict[str, str]):
+        self.target = target
         self.env = env
         self.process: Any = None
         self.conn: Any = None
@@ -268,7 +281,7 @@ class Worker:
                "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
                                                            os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tasks.measure", self.target_kind, str(to_child_r),
+            [sys.executable, "-m", "tasks.measure", json.dumps(self.target), str(to_child_r),
              str(from_child_w)], pass_fds=(to_child_r, from_child_w), env=env,
             stdin=subprocess.DEVNULL, start_new_session=True)
         os.close(to_child_r)
@@ -284,6 +297,14 @@ class Worker:
             code = self.process.wait(5)
             self.stop()
             raise RuntimeError(f"measurement worker failed to start (exit code {code})") from None
+
+    def ensure_started(self) -> None:
+        """Start the process if it is not running (errors surface on the next call)."""
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self._start()
+        except RuntimeError:
+            pass
 
     def call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """The handler's result; raises WorkerFailure or RuntimeError (handler error text)."""
@@ -327,11 +348,19 @@ class Measurer:
                  build_workers: int = 2):
         self.profile = profile
         self.settings = settings or profile.measure
-        kind = profile.target_kind
+        target = profile.target
         threads = str(profile.num_threads)
-        self.builders = [Worker(kind, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
-        self.runner = Worker(kind, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
+        self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
+        self.runner = Worker(target, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
         self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")
+        # Start every worker now and together: their TVM imports overlap instead of queuing
+        # behind the first build and the first run.
+        starters = [threading.Thread(target=w.ensure_started)
+                    for w in [*self.builders, self.runner]]
+        for thread in starters:
+            thread.start()
+        for thread in starters:
+            thread.join()
 
     def __enter__(self) -> "Measurer":
         return self
@@ -429,10 +458,25 @@ class Measurer:
         return MeasureResult(**base, run_secs=tuple(out["run_secs"]), verified=out["verified"],
                              run_wall_s=out["run_wall_s"])
 
+    def _prepare_all(self, jobs: Sequence[MeasureJob]) -> None:
+        """Prepare every task of the batch (failures are retried or recorded by _run)."""
+        for job in {j.workload_hash: j for j in jobs}.values():
+            try:
+                self._prepare(job)
+            except (WorkerFailure, RuntimeError):
+                pass
+
     def measure(self, jobs: Sequence[MeasureJob],
                 on_result: Callable[[MeasureResult], None] | None = None) -> list[MeasureResult]:
-        """Measure `jobs`: parallel builds, then serial runs. Every job yields one result."""
+        """Measure `jobs`: parallel builds, then serial runs. Every job yields one result.
+
+        While the builders build, the otherwise idle runner prepares the batch's tasks (inputs
+        and reference outputs; nothing is timed then).
+        """
+        preparing = threading.Thread(target=self._prepare_all, args=(jobs,))
+        preparing.start()
         built = self._build_all(jobs)
+        preparing.join()
         results = []
         for job in jobs:
             result = self._run(job, built[job.candidate_id])
@@ -442,5 +486,5 @@ class Measurer:
         return results
 
 
-if __name__ == "__main__":  # a worker: python -m tasks.measure TARGET_KIND READ_FD WRITE_FD
-    _worker_main(_Duplex(int(sys.argv[2]), int(sys.argv[3])), sys.argv[1])
+if __name__ == "__main__":  # a worker: python -m tasks.measure TARGET_JSON READ_FD WRITE_FD
+    _worker_main(_Duplex(int(sys.argv[2]), int(sys.argv[3])), json.loads(sys.argv[1]))

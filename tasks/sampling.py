@@ -44,7 +44,7 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
     """
     import json
 
-    tvm = load_tvm(target["kind"])
+    tvm = load_tvm(target)
     from tvm import s_tir
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import shash2hex

@@ -1,9 +1,9 @@
 """Importing TVM the cheap way, and small TVM helpers shared by sampling, building and running.
 
 `import tvm.s_tir.tensor_intrin` costs ~34 s on the project's 2-core machines, 24 s of it the
-CUDA intrinsics (FACTS.md); MetaSchedule's TuneContext imports it on construction. A CPU
-target only needs the x86/ARM intrinsics (<1 s), so `load_tvm(kind)` registers the package
-without running its __init__ and imports just the submodules the target kind can use.
+CUDA intrinsics (FACTS.md); MetaSchedule's TuneContext imports it on construction. An x86 CPU
+target needs only the x86 intrinsics (0.4 s), so `load_tvm(target)` registers the package
+without running its __init__ and imports just the submodules that target can use.
 """
 
 from __future__ import annotations
@@ -14,17 +14,32 @@ import sys
 from typing import Any
 
 _INTRIN_PACKAGE = "tvm.s_tir.tensor_intrin"
-# Which tensor-intrinsic modules each target kind may use (others are never looked up).
-_INTRINSICS_FOR_KIND = {
-    "llvm": ("x86", "arm_cpu", "dot_product_common"),
+# Which tensor-intrinsic modules a target can use (arm_cpu + dot_product_common cost ~2.9 s, so
+# x86 targets skip them).
+_INTRINSICS_FOR = {
+    "x86": ("x86",),
+    "arm": ("arm_cpu", "dot_product_common"),
     "cuda": ("cuda",),
     "rocm": ("rocm",),
     "metal": ("metal",),
 }
 
 
-def load_tvm(target_kind: str = "llvm") -> Any:
-    """Import tvm with only the tensor intrinsics `target_kind` can use; return the module."""
+def intrinsic_family(target: dict[str, Any] | str) -> str:
+    """'x86', 'arm', 'cuda', ... for a target dict (or a target kind)."""
+    if isinstance(target, str):
+        return "x86" if target == "llvm" else target
+    if target["kind"] != "llvm":
+        return str(target["kind"])
+    triple = str(target.get("mtriple", ""))
+    return "arm" if triple.startswith(("aarch64", "arm")) else "x86"
+
+
+def load_tvm(target: dict[str, Any] | str = "llvm") -> Any:
+    """Import tvm with only the tensor intrinsics `target` can use; return the module.
+
+    `target` is a target dict (preferred: it tells x86 from ARM) or a target kind.
+    """
     import tvm  # noqa: F401  (the ~3 s part)
 
     if _INTRIN_PACKAGE not in sys.modules:
@@ -32,7 +47,7 @@ def load_tvm(target_kind: str = "llvm") -> Any:
         package = importlib.util.module_from_spec(spec)  # __path__ set, __init__ not run
         sys.modules[_INTRIN_PACKAGE] = package
         setattr(importlib.import_module("tvm.s_tir"), "tensor_intrin", package)
-    for name in _INTRINSICS_FOR_KIND.get(target_kind, ()):
+    for name in _INTRINSICS_FOR.get(intrinsic_family(target), ()):
         importlib.import_module(f"{_INTRIN_PACKAGE}.{name}")
     return tvm
 

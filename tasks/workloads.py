@@ -50,7 +50,7 @@ def import_to_relax(network: str, batch: int, size: int | None = None) -> Any:
 
 def extract_network_tasks(network: str, batch: int, size: int | None, target: dict) -> list[TaskInfo]:
     """Import `network` and split it into MetaSchedule tuning tasks for `target`."""
-    tvm = load_tvm(target["kind"])
+    tvm = load_tvm(target)
     from tvm.s_tir import analysis
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import shash2hex
