@@ -432,22 +432,15 @@ class Measurer:
                    "artifact": built["artifact"], "target": self.profile.target,
                    "runner": self.profile.runner, "settings": self.settings.as_dict(),
                    "repeat": self.settings.repeats_for(job.flops)}
+        start = time.perf_counter()
         try:
-            start = time.perf_counter()
-            try:
-                try:
-                    out = self.runner.call(request, self.settings.run_timeout_s)
-                except _Unprepared:  # first run of this task on this worker
-                    self._prepare(job)
-                    start = time.perf_counter()
-                    out = self.runner.call(request, self.settings.run_timeout_s)
-            except WorkerFailure as failure:
-                return MeasureResult(**base, error_kind=f"run_{failure.kind}",
-                                     error_msg=str(failure),
-                                     run_wall_s=time.perf_counter() - start)
-            except RuntimeError as error:
-                return MeasureResult(**base, error_kind="run_error", error_msg=str(error),
-                                     run_wall_s=time.perf_counter() - start)
+            out = self._call_run(job, request)
+        except WorkerFailure as failure:
+            return MeasureResult(**base, error_kind=f"run_{failure.kind}", error_msg=str(failure),
+                                 run_wall_s=time.perf_counter() - start)
+        except RuntimeError as error:
+            return MeasureResult(**base, error_kind="run_error", error_msg=str(error),
+                                 run_wall_s=time.perf_counter() - start)
         finally:
             if os.path.exists(built["artifact"]):
                 os.remove(built["artifact"])
@@ -457,6 +450,14 @@ class Measurer:
                                  run_wall_s=out["run_wall_s"])
         return MeasureResult(**base, run_secs=tuple(out["run_secs"]), verified=out["verified"],
                              run_wall_s=out["run_wall_s"])
+
+    def _call_run(self, job: MeasureJob, request: dict[str, Any]) -> dict[str, Any]:
+        """The runner's answer; a runner without this task's inputs (new worker) prepares first."""
+        try:
+            return self.runner.call(request, self.settings.run_timeout_s)
+        except _Unprepared:
+            self._prepare(job)
+            return self.runner.call(request, self.settings.run_timeout_s)
 
     def _prepare_all(self, jobs: Sequence[MeasureJob]) -> None:
         """Prepare every task of the batch (failures are retried or recorded by _run)."""

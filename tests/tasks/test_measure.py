@@ -48,6 +48,14 @@ def _segfault(a):  # reads gigabytes past the buffer
     return te.compute((16,), lambda i: a[i * 100000000], name="B")
 
 
+def _matmul_jobs(target, size, count, seed):
+    """`count` sampled candidates of a size^3 matmul as measure jobs (ids 0..count-1)."""
+    task = extract_network_tasks("matmul", 1, size, target)[0]
+    cands, _ = sample_candidates(task.mod_json, target, count, seed=seed)
+    return task, [MeasureJob(i, task.workload_hash, task.mod_json, c.trace_json, task.flops)
+                  for i, c in enumerate(cands)]
+
+
 @pytest.fixture(scope="module")
 def profile():
     base = detect_local_profiles()[-1]  # the 1-thread profile
@@ -56,10 +64,7 @@ def profile():
 
 
 def test_real_candidates_are_timed_and_verified(profile):
-    task = extract_network_tasks("matmul", 1, 64, profile.target)[0]
-    cands, _ = sample_candidates(task.mod_json, profile.target, 4, seed=0)
-    jobs = [MeasureJob(i, task.workload_hash, task.mod_json, c.trace_json, task.flops)
-            for i, c in enumerate(cands)]
+    task, jobs = _matmul_jobs(profile.target, 64, 4, seed=0)
     with Measurer(profile, build_workers=2) as measurer:
         results = measurer.measure(jobs)
     assert [r.candidate_id for r in results] == list(range(4))
@@ -72,8 +77,7 @@ def test_real_candidates_are_timed_and_verified(profile):
 
 
 def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
-    good_task = extract_network_tasks("matmul", 1, 32, profile.target)[0]
-    good, _ = sample_candidates(good_task.mod_json, profile.target, 1, seed=0)
+    good_task, (good,) = _matmul_jobs(profile.target, 32, 1, seed=0)
     bad_trace = MeasureJob(2, good_task.workload_hash, good_task.mod_json,
                            '[[["GetSBlock", [], ["no_such_block", "main"], ["b0"]]], []]', 1.0)
     jobs = [
@@ -81,8 +85,7 @@ def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
         bad_trace,
         _job(3, spin),
         _job(4, accumulate),
-        MeasureJob(5, good_task.workload_hash, good_task.mod_json, good[0].trace_json,
-                   good_task.flops),
+        dataclasses.replace(good, candidate_id=5),
     ]
     with Measurer(profile, build_workers=1) as measurer:
         kinds = {r.candidate_id: (r.error_kind, r.error_msg) for r in measurer.measure(jobs)}
@@ -111,10 +114,7 @@ def test_rpc_runner_measures_on_a_remote_device(profile):
     try:
         remote = dataclasses.replace(profile, name="loopback-rpc",
                                      runner={"kind": "rpc", "address": f"127.0.0.1:{server.port}"})
-        task = extract_network_tasks("matmul", 1, 32, remote.target)[0]
-        cands, _ = sample_candidates(task.mod_json, remote.target, 2, seed=1)
-        jobs = [MeasureJob(i, task.workload_hash, task.mod_json, c.trace_json, task.flops)
-                for i, c in enumerate(cands)]
+        _, jobs = _matmul_jobs(remote.target, 32, 2, seed=1)
         with Measurer(remote, build_workers=1) as measurer:
             results = measurer.measure(jobs)
     finally:
