@@ -353,6 +353,8 @@ class Measurer:
         self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
         self.runner = Worker(target, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
         self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")
+        # Tasks whose reference output could not be made: never pay that failure again.
+        self._no_reference: set[str] = set()
         # Start every worker now and together: their TVM imports overlap instead of queuing
         # behind the first build and the first run.
         starters = [threading.Thread(target=w.ensure_started)
@@ -413,14 +415,20 @@ class Measurer:
         return outcomes
 
     def _prepare(self, job: MeasureJob) -> None:
+        check = (self.settings.check_correctness
+                 and job.workload_hash not in self._no_reference)
         request = {"op": "prepare", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
                    "target": self.profile.target, "runner": self.profile.runner,
-                   "artifact_dir": self.artifact_dir, "check": self.settings.check_correctness}
+                   "artifact_dir": self.artifact_dir, "check": check}
         timeout = self.settings.build_timeout_s + self.settings.run_timeout_s
         try:
             self.runner.call(request, timeout)
         except (WorkerFailure, RuntimeError):
-            # No reference (e.g. an unscheduled GPU kernel cannot build): measure unchecked.
+            if not check:
+                raise
+            # No reference (e.g. an unscheduled GPU kernel cannot build, or it crashes or
+            # hangs): measure this task unchecked from now on.
+            self._no_reference.add(job.workload_hash)
             self.runner.call({**request, "check": False}, timeout)
 
     def _run(self, job: MeasureJob, built: dict[str, Any]) -> MeasureResult:
