@@ -203,7 +203,12 @@ def llvm_target_isa(target: dict[str, Any]) -> set[str]:
 
 @lru_cache(maxsize=1)
 def detect_local_profiles() -> tuple[HardwareProfile, ...]:
-    """The local CPU as two profiles: full ISA on all cores, and x86-64-v2 on one core."""
+    """The local CPU as up to three profiles: full ISA on all cores, full ISA on one core, and
+    x86-64-v2 on one core.
+
+    The 1-thread profiles exist because a parallel kernel on a small VM is at the mercy of every
+    other process on its cores (median CV ~7% on 2 vCPUs vs ~1-3% single-threaded, see
+    docs/collection-performance.md): they give clean ranking labels, and leave a core free."""
     import psutil
     from tvm.target import codegen
 
@@ -226,6 +231,16 @@ def detect_local_profiles() -> tuple[HardwareProfile, ...]:
         features={**base, **_isa_features(full_isa), "num_cores": cores},
         arch="x86_64" if "sse2" in host_isa else cpu,
     )]
+    if cores > 1:
+        one_core_target = {**full_target, "num-cores": 1}
+        profiles.append(HardwareProfile(
+            name=f"cpu-{cpu}-{best}-1t",
+            target=one_core_target,
+            description=f"this machine's CPU ({cpu}), native ISA ({best}), 1 thread",
+            num_threads=1,
+            features={**base, **_isa_features(full_isa), "num_cores": 1},
+            arch=profiles[0].arch,
+        ))
     if "sse4.2" in host_isa:  # x86 only: the same chip as an older, narrower target
         v2_target = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 1}
         profiles.append(HardwareProfile(

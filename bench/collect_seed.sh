@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Collect the seed dataset with the collect flow, into its own store (default data/seed.duckdb).
+#
+#   bench/collect_seed.sh [CANDIDATES_PER_TASK] [PROFILE ...]
+#
+# Resumable: every collect call measures only what is missing, so killing this script (or the
+# machine going away) loses at most the batch in flight. Networks go round-robin over profiles so
+# every profile gains data from the start. Export the result with
+#   ./run dataset export-seed --db data/seed.duckdb
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/tenforge ] || ./run hardware >/dev/null  # set up .venv once, not per call
+cands=${1:-64}
+shift || true
+profiles=("$@")
+if [ ${#profiles[@]} -eq 0 ]; then
+    profiles=(cpu-znver3-avx2-1t cpu-znver3-sse42-1t)
+fi
+db=${SEED_DB:-data/seed.duckdb}
+# Small, cheap networks first so every profile has every kind of task early on.
+networks=(mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert)
+for network in "${networks[@]}"; do
+    for profile in "${profiles[@]}"; do
+        echo "=== $(date -Is) collect $network on $profile ($cands per task) -> $db"
+        .venv/bin/tenforge collect --hardware "$profile" --networks "$network" \
+            --candidates "$cands" --seed 0 --db "$db"
+    done
+done
+echo "=== $(date -Is) seed collection complete"
