@@ -44,3 +44,23 @@ def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str 
                             tvm_version=tvm_version(), tenforge_version=__version__)
         else:
             store.finish_run(run_id, status, summary)
+
+
+@task(name="load-seed")
+def load_seed_if_empty(db: str) -> dict:
+    """Load the shipped seed dataset into `db` when it holds no measurements yet (a new user
+    can train cost models at once); a store with data is left alone."""
+    from storage.seed import SEED_DIR, load_shards
+    from storage.store import Store
+
+    logger = get_run_logger()
+    with Store(db) as store:
+        existing = store.scalar("SELECT count(*) FROM measurements")
+    if existing:
+        logger.info(f"store has {existing} measurements: seed dataset not loaded")
+        return {"loaded": False, "existing": existing}
+    if not SEED_DIR.is_dir():
+        logger.warning(f"no seed dataset at {SEED_DIR}: starting from an empty store")
+        return {"loaded": False, "existing": 0}
+    summary = load_shards(db, SEED_DIR, progress=logger.info)
+    return {"loaded": True, **summary}

@@ -136,6 +136,39 @@ def cmd_export_ms(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dataset_load_seed(args: argparse.Namespace) -> int:
+    from storage.seed import load_shards
+    from tasks.collect import prepare_db_path
+
+    summary = load_shards(str(prepare_db_path(args.db)), args.source, args.hardware)
+    print(f"loaded {summary['shards']} seed shards ({summary['measurements_added']} new "
+          f"measurements) into {summary['db']} in {summary['seconds']} s")
+    return 0
+
+
+def cmd_dataset_export_seed(args: argparse.Namespace) -> int:
+    from storage.seed import export_shards
+
+    written = export_shards(args.db, args.out, include_running=args.include_running)
+    for shard in written:
+        print(f"wrote {args.out}/{shard.hardware}/{shard.stem}: {shard.network}, "
+              f"{shard.measured} measurements ({shard.errors} errors)")
+    print(f"{len(written)} new shards")
+    return 0
+
+
+def cmd_dataset_info(args: argparse.Namespace) -> int:
+    from storage.reports import format_table
+    from storage.seed import datasheet_rows
+
+    rows = datasheet_rows(args.source)
+    total = ("total", "", sum(r[2] for r in rows), "", sum(r[4] for r in rows),
+             sum(r[5] for r in rows), min(r[6] for r in rows), max(r[7] for r in rows))
+    print(format_table(["hardware", "network", "shards", "tasks", "measured", "errors",
+                        "from", "to"], [*rows, total]))
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 
 
@@ -199,6 +232,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", required=True)
     db_option(p)
     p.set_defaults(func=cmd_export_ms)
+
+    from storage.seed import SEED_DIR
+
+    p = sub.add_parser("dataset", help="the shipped seed dataset: load, export, describe")
+    dsub = p.add_subparsers(dest="dataset_command", required=True, parser_class=_Parser)
+    p = dsub.add_parser("load-seed", help="load the seed dataset into a store (any store: "
+                                          "rows already there are kept)")
+    p.add_argument("--from", dest="source", default=str(SEED_DIR), help="seed folder")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated profiles to load (default: all)")
+    db_option(p)
+    p.set_defaults(func=cmd_dataset_load_seed)
+    p = dsub.add_parser("export-seed", help="write a shard for each finished collect run of a "
+                                            "store that has none yet")
+    p.add_argument("--out", default=str(SEED_DIR), help="seed folder")
+    p.add_argument("--include-running", action="store_true",
+                   help="also runs still marked running (a killed collect)")
+    db_option(p)
+    p.set_defaults(func=cmd_dataset_export_seed)
+    p = dsub.add_parser("info", help="what the seed holds, per profile and network")
+    p.add_argument("--from", dest="source", default=str(SEED_DIR), help="seed folder")
+    p.set_defaults(func=cmd_dataset_info)
     return parser
 
 

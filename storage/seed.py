@@ -1,0 +1,343 @@
+"""Export and load the seed dataset: measurements shipped in the repository as Parquet shards.
+
+One shard = one collect run (one hardware profile, one network, one command), so a shard never
+changes once written and its provenance is exactly that run's. A shard is three files in
+`dataset/seed/<profile>/`:
+
+  <stem>.json               provenance: hardware row, measurement settings, TVM version, the
+                            command and its parameters, dates, counts, file checksums
+  <stem>.tasks.parquet      the tasks the shard measures (TIR module JSON, FLOPs) and the
+                            network memberships (network, batch, input size, weight)
+  <stem>.parquet            one row per measured candidate: trace JSON, per-store features as
+                            float16 (little-endian, n_stores x dim, row-major), every repeat's
+                            seconds, error kind and message, build and run time, dates
+
+Files are zstd-compressed. Loading re-keys everything by content (workload hash, schedule hash,
+settings key), so shards load in any order, twice, or into a store that already has data; each
+shard goes in one transaction (a bad shard leaves the store as it was).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.store import Store
+from tenforge.errors import TenforgeError
+
+SEED_DIR = Path(__file__).resolve().parent.parent / "dataset" / "seed"
+SHARD_FORMAT = 1
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+ERROR_MSG_CHARS = 400  # enough for the first lines of a TVM error; full traces stay local
+
+_HARDWARE_COLS = ("name", "description", "target_json", "target_kind", "arch", "host",
+                  "runner_json", "num_threads", "features_json", "feature_vector")
+
+
+@dataclass(frozen=True)
+class ShardSummary:
+    stem: str
+    hardware: str
+    network: str
+    measured: int
+    errors: int
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _command_of(flow: str, params: dict[str, Any], db_name: str) -> str:
+    """The CLI command that reproduces a collect run's measurements."""
+    if flow != "collect":
+        return f"(flow {flow}) {json.dumps(params, sort_keys=True)}"
+    parts = ["tenforge", "collect", "--hardware", params["hardware"],
+             "--networks", ",".join(params["networks"]),
+             "--candidates", str(params["candidates_per_task"]), "--seed", str(params["seed"]),
+             "--batch-size", str(params["batch_size"]), "--db", db_name]
+    return shlex.join(parts)
+
+
+# ----------------------------------------------------------------------------------- export
+
+
+def exportable_runs(store: Store, include_running: bool = False) -> list[dict[str, Any]]:
+    """Collect runs that measured something, oldest first (finished ones unless asked)."""
+    statuses = ("completed", "failed", "running") if include_running else ("completed", "failed")
+    cur = store.con.execute(
+        "SELECT r.run_id, r.flow, r.parameters_json, r.hardware, r.host, r.tvm_version, "
+        "r.tenforge_version, r.started_at, r.finished_at, r.status, count(m.measurement_id) "
+        "FROM runs r JOIN measurements m ON m.flow_run_id = r.run_id "
+        "WHERE r.status IN (SELECT unnest(?)) GROUP BY ALL ORDER BY r.started_at",
+        [list(statuses)])
+    cols = [d[0] for d in cur.description[:-1]] + ["measured"]
+    return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+
+def _shard_stem(run: dict[str, Any]) -> str:
+    params = json.loads(run["parameters_json"])
+    network = "+".join(params.get("networks", [run["flow"]]))
+    return f"{run['started_at']:%Y%m%dT%H%M%S}-{network}-{run['run_id'][:8]}"
+
+
+def _candidate_table(store: Store, run_id: str) -> pa.Table:
+    cur = store.con.execute(
+        "SELECT t.workload_hash, c.schedule_hash, c.trace_json, c.design_space, c.sample_seed, "
+        "c.source, s.settings_key, f.extractor, f.dim, f.n_stores, f.\"values\", m.run_secs, "
+        "m.error_kind, m.error_msg, m.verified, m.build_s, m.run_wall_s, m.tvm_version, "
+        "m.measured_at "
+        "FROM measurements m JOIN candidates c USING (candidate_id) "
+        "JOIN tasks t USING (task_id) JOIN measure_settings s USING (settings_id) "
+        "LEFT JOIN features f ON f.candidate_id = c.candidate_id "
+        "WHERE m.flow_run_id = ? ORDER BY t.workload_hash, c.schedule_hash", [run_id])
+    table = cur.to_arrow_table()
+    if table.num_rows == 0:
+        return table
+    # Features: float32 lists -> one float16 blob per row (halves the bytes; a 164-d per-store
+    # feature is log-scaled, so float16's 3 significant digits keep its ranking information).
+    values = table.column("values").combine_chunks()
+    blobs = []
+    for i in range(table.num_rows):
+        row = values[i].values
+        if row is None or not values[i].is_valid:
+            blobs.append(None)
+            continue
+        arr = np.clip(row.to_numpy(zero_copy_only=False), -FLOAT16_MAX, FLOAT16_MAX)
+        blobs.append(arr.astype("<f2").tobytes())
+    table = table.set_column(table.column_names.index("values"), "features_f16",
+                             pa.array(blobs, pa.binary()))
+    run_secs = pa.array([None if v is None else [float(x) for x in v]
+                         for v in table.column("run_secs").to_pylist()], pa.list_(pa.float32()))
+    table = table.set_column(table.column_names.index("run_secs"), "run_secs", run_secs)
+    msgs = [None if m is None else m[:ERROR_MSG_CHARS] for m in table.column("error_msg").to_pylist()]
+    return table.set_column(table.column_names.index("error_msg"), "error_msg",
+                            pa.array(msgs, pa.string()))
+
+
+def _task_table(store: Store, run_id: str) -> pa.Table:
+    return store.con.execute(
+        "SELECT DISTINCT t.workload_hash, t.task_name, t.flops, t.mod_json, n.name AS network, "
+        "n.batch, n.input_size, nt.weight "
+        "FROM tasks t LEFT JOIN network_tasks nt USING (task_id) "
+        "LEFT JOIN networks n USING (network_id) "
+        "WHERE t.task_id IN (SELECT c.task_id FROM measurements m JOIN candidates c "
+        "USING (candidate_id) WHERE m.flow_run_id = ?) ORDER BY 1, 5", [run_id]
+    ).to_arrow_table()
+
+
+def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
+                  include_running: bool = False) -> list[ShardSummary]:
+    """Write a shard for every run in `db` that has none yet under `out_dir`; return the new ones."""
+    out_dir = Path(out_dir)
+    written: list[ShardSummary] = []
+    with Store(db, read_only=True) as store:
+        for run in exportable_runs(store, include_running):
+            params = json.loads(run["parameters_json"])
+            folder = out_dir / (run["hardware"] or "unknown")
+            stem = _shard_stem(run)
+            if (folder / f"{stem}.json").exists():
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            cands = _candidate_table(store, run["run_id"])
+            tasks = _task_table(store, run["run_id"])
+            hw = store.con.execute(f"SELECT {', '.join(_HARDWARE_COLS)} FROM hardware WHERE "
+                                   "name = ?", [run["hardware"]]).fetchone()
+            settings = {k: json.loads(v) for k, v in store.query(
+                "SELECT DISTINCT s.settings_key, s.settings_json FROM measurements m JOIN "
+                "measure_settings s USING (settings_id) WHERE m.flow_run_id = ?",
+                [run["run_id"]])}
+            errors = sum(e is not None for e in cands.column("error_kind").to_pylist())
+            data_path, tasks_path = folder / f"{stem}.parquet", folder / f"{stem}.tasks.parquet"
+            pq.write_table(cands, data_path, compression="zstd", compression_level=19)
+            pq.write_table(tasks, tasks_path, compression="zstd", compression_level=19)
+            times = cands.column("measured_at").to_pylist()
+            manifest = {
+                "format": SHARD_FORMAT,
+                "hardware": dict(zip(_HARDWARE_COLS, hw)),
+                "network": params.get("networks"),
+                "batch_size": params.get("batch_size"),
+                "command": _command_of(run["flow"], params, Path(db).name),
+                "flow": run["flow"], "parameters": params, "run_id": run["run_id"],
+                "run_status": run["status"], "host": run["host"],
+                "tvm_version": run["tvm_version"], "tenforge_version": run["tenforge_version"],
+                "measure_settings": settings,
+                "started_at": str(run["started_at"]), "finished_at": str(run["finished_at"]),
+                "first_measured_at": str(min(times)), "last_measured_at": str(max(times)),
+                "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "tasks": len(set(tasks.column("workload_hash").to_pylist())),
+                "measured": cands.num_rows, "errors": errors,
+                "files": {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+                          for p in (data_path, tasks_path)},
+            }
+            (folder / f"{stem}.json").write_text(json.dumps(manifest, indent=1, default=str)
+                                                 + "\n")
+            written.append(ShardSummary(stem, run["hardware"], ",".join(params.get("networks",
+                                        [])), cands.num_rows, errors))
+    return written
+
+
+# ------------------------------------------------------------------------------------- load
+
+
+def find_shards(seed_dir: str | Path = SEED_DIR) -> list[Path]:
+    """The manifests of every shard under `seed_dir`, in a stable order."""
+    seed_dir = Path(seed_dir)
+    if not seed_dir.is_dir():
+        raise TenforgeError(f"no seed dataset at {seed_dir}: expected a folder of "
+                            "<profile>/<shard>.json shards (see docs/seed-dataset.md)")
+    manifests = sorted(seed_dir.glob("*/*.json"))
+    if not manifests:
+        raise TenforgeError(f"{seed_dir} holds no shards (<profile>/<shard>.json)")
+    return manifests
+
+
+def _read_shard(manifest_path: Path) -> tuple[dict[str, Any], pa.Table, pa.Table]:
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise TenforgeError(f"{manifest_path}: not valid JSON ({exc.msg})") from None
+    if manifest.get("format") != SHARD_FORMAT:
+        raise TenforgeError(f"{manifest_path}: shard format {manifest.get('format')!r}, this "
+                            f"tenforge reads format {SHARD_FORMAT}")
+    for name, meta in manifest["files"].items():
+        path = manifest_path.parent / name
+        if not path.exists():
+            raise TenforgeError(f"{manifest_path}: its file {name} is missing")
+        if _sha256(path) != meta["sha256"]:
+            raise TenforgeError(f"{path}: checksum differs from {manifest_path.name} (file "
+                                "damaged or edited); restore it with git checkout")
+    stem = manifest_path.name[:-len(".json")]
+    cands = pq.read_table(manifest_path.parent / f"{stem}.parquet")
+    tasks = pq.read_table(manifest_path.parent / f"{stem}.tasks.parquet")
+    return manifest, cands, tasks
+
+
+def _features_arrow(blobs: pa.ChunkedArray) -> pa.Array:
+    """float16 blobs -> list<float32> (null blob -> null list), without a Python loop per value."""
+    pieces = blobs.to_pylist()
+    sizes = np.array([0 if b is None else len(b) // 2 for b in pieces], dtype=np.int64)
+    flat = np.frombuffer(b"".join(b for b in pieces if b is not None), dtype="<f2")
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    mask = pa.array([b is None for b in pieces])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.float32)),
+                                    mask=mask)
+
+
+def _load_one(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: pa.Table) -> int:
+    """Insert one shard (inside the caller's transaction); return measurements added."""
+    con = store.con
+    hw = dict(manifest["hardware"])
+    hardware_id = store.upsert_hardware(hw)
+    settings_ids = {key: store.settings_id(key, value)
+                    for key, value in manifest["measure_settings"].items()}
+    # Tasks and network memberships.
+    con.register("_tasks", tasks)
+    try:
+        con.execute("INSERT OR IGNORE INTO tasks (workload_hash, task_name, flops, mod_json) "
+                    "SELECT DISTINCT workload_hash, task_name, flops, mod_json FROM _tasks")
+        con.execute("INSERT OR IGNORE INTO networks (name, batch, input_size) SELECT DISTINCT "
+                    "network, batch, input_size FROM _tasks WHERE network IS NOT NULL")
+        con.execute("INSERT OR IGNORE INTO network_tasks (network_id, task_id, weight) "
+                    "SELECT n.network_id, t.task_id, x.weight FROM _tasks x "
+                    "JOIN tasks t USING (workload_hash) JOIN networks n ON n.name = x.network "
+                    "AND n.batch = x.batch AND n.input_size = x.input_size")
+    finally:
+        con.unregister("_tasks")
+    # Candidates, features, measurements: keyed by content, mapped to this store's ids.
+    incoming = cands.append_column("values", _features_arrow(cands.column("features_f16")))
+    incoming = incoming.drop_columns(["features_f16"])
+    keys = pa.table({"settings_key": list(settings_ids),
+                     "settings_id": pa.array(list(settings_ids.values()), pa.int32())})
+    con.register("_c", incoming)
+    con.register("_s", keys)
+    try:
+        con.execute(
+            "INSERT OR IGNORE INTO candidates (task_id, hardware_id, schedule_hash, trace_json, "
+            "design_space, sample_seed, source) SELECT DISTINCT t.task_id, ?, c.schedule_hash, "
+            "c.trace_json, c.design_space, c.sample_seed, c.source FROM _c c "
+            "JOIN tasks t USING (workload_hash)", [hardware_id])
+        con.execute("CREATE OR REPLACE TEMP TABLE _ids AS SELECT c.candidate_id, "
+                    "t.workload_hash, c.schedule_hash FROM candidates c JOIN tasks t "
+                    "USING (task_id) WHERE c.hardware_id = ?", [hardware_id])
+        con.execute(
+            "INSERT OR IGNORE INTO features (candidate_id, extractor, dim, n_stores, \"values\") "
+            "SELECT DISTINCT ON (i.candidate_id) i.candidate_id, c.extractor, c.dim, c.n_stores, "
+            "c.\"values\" FROM _c c JOIN _ids i USING (workload_hash, schedule_hash) "
+            "WHERE c.extractor IS NOT NULL")
+        before = store.scalar("SELECT count(*) FROM measurements")
+        con.execute(
+            "INSERT OR IGNORE INTO measurements (candidate_id, settings_id, run_secs, "
+            "mean_latency_s, error_kind, error_msg, verified, build_s, run_wall_s, tvm_version, "
+            "flow_run_id, measured_at) "
+            "SELECT i.candidate_id, s.settings_id, c.run_secs::DOUBLE[], "
+            "CASE WHEN c.error_kind IS NULL THEN list_avg(c.run_secs::DOUBLE[]) END, "
+            "c.error_kind, c.error_msg, c.verified, c.build_s, c.run_wall_s, c.tvm_version, ?, "
+            "c.measured_at FROM _c c JOIN _ids i USING (workload_hash, schedule_hash) "
+            "JOIN _s s USING (settings_key)", [manifest["run_id"]])
+        added = int(store.scalar("SELECT count(*) FROM measurements")) - int(before)
+        con.execute("DROP TABLE _ids")
+    finally:
+        con.unregister("_c")
+        con.unregister("_s")
+    # The run itself, so `runs` says where these rows came from.
+    con.execute(
+        "INSERT OR IGNORE INTO runs (run_id, flow, parameters_json, hardware, host, tvm_version, "
+        "tenforge_version, started_at, finished_at, status, summary_json) VALUES "
+        "(?, ?, ?, ?, ?, ?, ?, ?::TIMESTAMP, TRY_CAST(? AS TIMESTAMP), ?, ?)",
+        [manifest["run_id"], manifest["flow"], json.dumps(manifest["parameters"], sort_keys=True),
+         hw["name"], manifest["host"], manifest["tvm_version"], manifest["tenforge_version"],
+         manifest["started_at"], manifest["finished_at"], manifest["run_status"],
+         json.dumps({"loaded_from_seed_shard": manifest["run_id"],
+                     "command": manifest["command"], "measured": manifest["measured"]})])
+    return added
+
+
+def load_shards(db: str | Path, seed_dir: str | Path = SEED_DIR,
+                hardware: list[str] | None = None, progress: Any = print) -> dict[str, Any]:
+    """Load every shard under `seed_dir` (optionally only some profiles) into store `db`."""
+    manifests = find_shards(seed_dir)
+    if hardware:
+        known = sorted({m.parent.name for m in manifests})
+        unknown = [h for h in hardware if h not in known]
+        if unknown:
+            raise TenforgeError(f"no seed shards for hardware {', '.join(unknown)}; the seed "
+                                f"has: {', '.join(known)}")
+        manifests = [m for m in manifests if m.parent.name in hardware]
+    start = time.perf_counter()
+    shards = [_read_shard(path) for path in manifests]  # every checksum before any write
+    added = 0
+    with Store(db) as store:
+        for number, (path, (manifest, cands, tasks)) in enumerate(zip(manifests, shards), 1):
+            with store.transaction():
+                added += _load_one(store, manifest, cands, tasks)
+            progress(f"seed shard {number}/{len(manifests)} {path.parent.name}/{path.stem}: "
+                     f"{cands.num_rows} rows ({time.perf_counter() - start:.1f} s)")
+    return {"db": str(db), "shards": len(manifests), "measurements_added": added,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def datasheet_rows(seed_dir: str | Path = SEED_DIR) -> list[tuple]:
+    """(hardware, network, shards, tasks, measured, errors, first day, last day) per pair."""
+    rows: dict[tuple[str, str], list] = {}
+    for path in find_shards(seed_dir):
+        m = json.loads(path.read_text())
+        key = (m["hardware"]["name"], ",".join(m["network"] or []))
+        row = rows.setdefault(key, [0, 0, 0, 0, m["first_measured_at"][:10],
+                                    m["last_measured_at"][:10]])
+        row[0] += 1
+        row[1] = max(row[1], m["tasks"])
+        row[2] += m["measured"]
+        row[3] += m["errors"]
+        row[4] = min(row[4], m["first_measured_at"][:10])
+        row[5] = max(row[5], m["last_measured_at"][:10])
+    return [(*key, *vals) for key, vals in sorted(rows.items())]

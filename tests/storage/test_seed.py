@@ -1,0 +1,91 @@
+"""The shipped seed dataset: it loads with one command, matches its manifests, round-trips
+through export unchanged, and a damaged shard is refused before anything is written."""
+
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from storage.seed import SEED_DIR, export_shards, find_shards, load_shards
+from storage.store import Store
+
+from tests.conftest import run_cli
+
+MANIFESTS = find_shards(SEED_DIR)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("seed") / "seed.duckdb")
+    result = run_cli("dataset", "load-seed", "--db", db)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"loaded {len(MANIFESTS)} seed shards" in result.stdout
+    return db
+
+
+def test_every_shard_is_in_the_store_as_its_manifest_says(seeded):
+    with Store(seeded, read_only=True) as store:
+        for path in MANIFESTS:
+            m = json.loads(path.read_text())
+            measured, errors, hardware = store.query(
+                "SELECT count(*), count(m.error_kind), any_value(h.name) FROM measurements m "
+                "JOIN candidates c USING (candidate_id) JOIN hardware h USING (hardware_id) "
+                "WHERE m.flow_run_id = ?", [m["run_id"]])[0]
+            assert (measured, errors, hardware) == (m["measured"], m["errors"],
+                                                    m["hardware"]["name"]), path.name
+            assert store.scalar("SELECT status FROM runs WHERE run_id = ?",
+                                [m["run_id"]]) == m["run_status"]
+        # the query surface shows it, and every measured candidate kept its features
+        assert store.scalar("SELECT count(DISTINCT candidate_id) FROM v_measurements") == \
+            sum(json.loads(p.read_text())["measured"] for p in MANIFESTS)
+        assert store.scalar("SELECT count(*) FROM measurements m WHERE NOT EXISTS (SELECT 1 "
+                            "FROM features f WHERE f.candidate_id = m.candidate_id)") == 0
+        assert store.scalar("SELECT count(*) FROM measurements WHERE error_kind IS NULL AND "
+                            "NOT mean_latency_s > 0") == 0
+
+
+def test_loading_twice_adds_nothing(seeded):
+    before = Store(seeded, read_only=True)
+    counts = before.query("SELECT (SELECT count(*) FROM candidates), "
+                          "(SELECT count(*) FROM measurements)")
+    before.close()
+    summary = load_shards(seeded, progress=lambda _: None)
+    assert summary["measurements_added"] == 0
+    with Store(seeded, read_only=True) as store:
+        assert store.query("SELECT (SELECT count(*) FROM candidates), "
+                           "(SELECT count(*) FROM measurements)") == counts
+
+
+def test_export_of_a_loaded_store_reproduces_the_shards(seeded, tmp_path):
+    export_shards(seeded, tmp_path)
+    for path in MANIFESTS:
+        stem = path.name[:-len(".json")]
+        mine = pq.read_table(tmp_path / path.parent.name / f"{stem}.parquet")
+        shipped = pq.read_table(path.parent / f"{stem}.parquet")
+        assert mine.column_names == shipped.column_names
+        # measured_at loses nothing; run_secs were float32 both times; features are the same bytes
+        assert mine.equals(shipped), stem
+
+
+def test_a_damaged_shard_is_refused_before_anything_is_written(tmp_path):
+    seed = tmp_path / "seed"
+    shutil.copytree(SEED_DIR, seed)
+    victim = sorted(seed.glob("*/*.tasks.parquet"))[-1]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(data)
+    db = tmp_path / "store.duckdb"
+    result = run_cli("dataset", "load-seed", "--from", str(seed), "--db", str(db))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "checksum differs" in lines[0] and victim.name in lines[0]
+    assert not db.exists()
+
+
+def test_unknown_hardware_names_the_profiles_the_seed_has(tmp_path):
+    result = run_cli("dataset", "load-seed", "--hardware", "tpu-v9", "--db",
+                     str(tmp_path / "s.duckdb"))
+    assert result.returncode == 2
+    assert "no seed shards for hardware tpu-v9; the seed has: cpu-" in result.stderr
+    assert not (tmp_path / "s.duckdb").exists()
