@@ -1,0 +1,178 @@
+"""Gradient-boosted trees over pack-sum features (per-store features summed per candidate, as
+TenSet's XGBoost baseline), with XGBoost or LightGBM, regression or ranking loss."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import xgboost as xgb
+
+from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
+from models.dataset import Dataset
+
+THREADS = 2  # this machine kind has 2 cores; more threads only add contention
+
+
+@dataclass(frozen=True)
+class TreeConfig(ModelConfig):
+    n_estimators: int = 400
+    max_depth: int = 8
+    learning_rate: float = 0.1
+    min_child_weight: float = 1.0
+    subsample: float = 0.9
+    colsample: float = 0.9
+    reg_lambda: float = 1.0
+    early_stopping_rounds: int = 40
+
+
+def tree_inputs(data: Dataset, with_hardware: bool) -> np.ndarray:
+    x = data.pack_sum()
+    return np.hstack([x, hardware_inputs(data)]) if with_hardware else x
+
+
+def _group_sorted(data: Dataset) -> np.ndarray:
+    """Row order that makes every task contiguous (ranking objectives need query groups)."""
+    return np.argsort(data.group, kind="stable")
+
+
+class XGBCostModel(CostModel):
+    kind = "xgb"
+    config_class = TreeConfig
+
+    def _dmatrix(self, data: Dataset, with_label: bool):
+        order = _group_sorted(data)
+        x = tree_inputs(data, self.config.hardware_features)[order]
+        dm = xgb.DMatrix(x, label=data.label[order] if with_label else None, nthread=THREADS)
+        if with_label and self.config.loss == "rank":
+            dm.set_group(np.unique(data.group[order], return_counts=True)[1])
+        return dm, order
+
+    def _params(self) -> dict:
+        c = self.config
+        return {"objective": "rank:pairwise" if c.loss == "rank" else "reg:squarederror",
+                "max_depth": c.max_depth, "eta": c.learning_rate,
+                "min_child_weight": c.min_child_weight, "subsample": c.subsample,
+                "colsample_bytree": c.colsample, "lambda": c.reg_lambda, "seed": c.seed,
+                "nthread": THREADS, "tree_method": "hist", "verbosity": 0}
+
+    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        dtrain, _ = self._dmatrix(train, True)
+        callbacks = []
+        if valid is not None:
+            dvalid, vorder = self._dmatrix(valid, True)
+            callbacks.append(_PeakCallback(valid, dvalid, vorder, report,
+                                           self.config.early_stopping_rounds))
+        self.booster = xgb.train(self._params(), dtrain, num_boost_round=self.config.n_estimators,
+                                 callbacks=callbacks)
+        if callbacks:
+            cb = callbacks[0]
+            self.booster = self.booster[:cb.best_round + 1]
+            return {"rounds": cb.best_round + 1, "valid_peak1": cb.best}
+        return {"rounds": self.config.n_estimators}
+
+    def _predict(self, data: Dataset) -> np.ndarray:
+        x = tree_inputs(data, self.config.hardware_features)
+        return self.booster.predict(xgb.DMatrix(x, nthread=THREADS))
+
+    def _save_weights(self, path: Path) -> None:
+        self.booster.save_model(path / "xgb.json")
+
+    def _load_weights(self, path: Path) -> None:
+        self.booster = xgb.Booster()
+        self.booster.load_model(path / "xgb.json")
+
+
+class _PeakCallback(xgb.callback.TrainingCallback):
+    """Every 10 rounds: validation top-1 peak score, report it, stop when it stalls."""
+
+    def __init__(self, valid: Dataset, dvalid, vorder: np.ndarray, report: Report | None,
+                 patience: int):
+        self.valid, self.dvalid, self.vorder = valid, dvalid, vorder
+        self.report, self.patience = report, patience
+        self.best, self.best_round = -1.0, 0
+
+    def after_iteration(self, booster, epoch: int, evals_log) -> bool:
+        if (epoch + 1) % 10:
+            return False
+        scores = np.empty(len(self.valid))
+        scores[self.vorder] = booster.predict(self.dvalid)
+        value = per_task_peak(self.valid, scores)
+        if value > self.best + 1e-9:
+            self.best, self.best_round = value, epoch
+        if self.report is not None:
+            self.report(epoch + 1, value)
+        return epoch - self.best_round >= self.patience
+
+
+def per_task_peak(valid: Dataset, scores: np.ndarray) -> float:
+    return valid_peak1(lambda _: scores, valid)
+
+
+class LGBMCostModel(CostModel):
+    kind = "lgbm"
+    config_class = TreeConfig
+    RELEVANCE_LEVELS = 30  # lambdarank needs integer relevance: label 0..1 -> 0..30
+
+    def _dataset(self, data: Dataset):
+        order = _group_sorted(data)
+        x = tree_inputs(data, self.config.hardware_features)[order]
+        y = data.label[order]
+        if self.config.loss == "rank":
+            y = np.round(y * self.RELEVANCE_LEVELS).astype(np.int32)
+            return lgb.Dataset(x, y, group=np.unique(data.group[order], return_counts=True)[1],
+                               free_raw_data=False), order
+        return lgb.Dataset(x, y, free_raw_data=False), order
+
+    def _params(self) -> dict:
+        c = self.config
+        params = {"objective": "lambdarank" if c.loss == "rank" else "regression",
+                  "max_depth": c.max_depth, "num_leaves": min(2 ** c.max_depth - 1, 255),
+                  "learning_rate": c.learning_rate, "min_sum_hessian_in_leaf": c.min_child_weight,
+                  "bagging_fraction": c.subsample, "bagging_freq": 1,
+                  "feature_fraction": c.colsample, "lambda_l2": c.reg_lambda, "seed": c.seed,
+                  "num_threads": THREADS, "verbosity": -1, "deterministic": True,
+                  "force_row_wise": True}
+        if c.loss == "rank":
+            params["label_gain"] = list(range(self.RELEVANCE_LEVELS + 1))
+        return params
+
+    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        dtrain, _ = self._dataset(train)
+        state = {"best": -1.0, "best_round": 0}
+        callbacks = []
+        if valid is not None:
+            xv = tree_inputs(valid, self.config.hardware_features)
+
+            def peak_callback(env):
+                if (env.iteration + 1) % 10:
+                    return
+                value = per_task_peak(valid, env.model.predict(xv))
+                if value > state["best"] + 1e-9:
+                    state.update(best=value, best_round=env.iteration)
+                if report is not None:
+                    report(env.iteration + 1, value)
+                if env.iteration - state["best_round"] >= self.config.early_stopping_rounds:
+                    raise lgb.callback.EarlyStopException(state["best_round"], [])
+
+            callbacks.append(peak_callback)
+        self.booster = lgb.train(self._params(), dtrain, num_boost_round=self.config.n_estimators,
+                                 callbacks=callbacks)
+        if valid is not None:
+            self.best_iteration = state["best_round"] + 1
+            return {"rounds": self.best_iteration, "valid_peak1": state["best"]}
+        self.best_iteration = self.booster.current_iteration()
+        return {"rounds": self.best_iteration}
+
+    def _predict(self, data: Dataset) -> np.ndarray:
+        x = tree_inputs(data, self.config.hardware_features)
+        return self.booster.predict(x, num_iteration=self.best_iteration, num_threads=THREADS)
+
+    def _save_weights(self, path: Path) -> None:
+        self.booster.save_model(str(path / "lgbm.txt"), num_iteration=self.best_iteration)
+
+    def _load_weights(self, path: Path) -> None:
+        self.booster = lgb.Booster(model_file=str(path / "lgbm.txt"))
+        self.best_iteration = self.booster.current_iteration()

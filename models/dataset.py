@@ -1,0 +1,214 @@
+"""Datasets for cost models: immutable features, labels and group keys built from the store.
+
+A `DataSpec` names the data (hardware profiles, networks, feature extractor); `load_dataset`
+turns it into a `Dataset` with one row per measured candidate:
+
+- per-store features, ragged: `store_features[store_offsets[i]:store_offsets[i+1]]` (n_i x 164)
+- `latency` (seconds; inf for a failed candidate) and `label` = min latency of its task /
+  latency (TenSet; 0 for a failed candidate), so higher is better like every model's score
+- `group`: the task the candidate belongs to = one workload on one hardware profile; rankings
+  and metrics are only meaningful within a group
+- the hardware feature vector of its profile (inputs for hardware-aware models)
+
+Nothing is pickled: a dataset is rebuilt from its spec, and `fingerprint()` identifies the exact
+rows, so a model's lineage says which data trained it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tenforge.errors import TenforgeError
+
+FEATURE_DIM = 164  # MetaSchedule's PerStoreFeature without the workload part
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Which measurements make a dataset. Empty `networks` = every task of those profiles."""
+
+    hardware: tuple[str, ...]
+    networks: tuple[str, ...] = ()
+    extractor: str = "per_store_feature_v1"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hardware", tuple(self.hardware))
+        object.__setattr__(self, "networks", tuple(self.networks))
+        if not self.hardware:
+            raise TenforgeError("the data spec names no hardware; give at least one profile "
+                                "(`tenforge query \"SELECT name FROM hardware\"` lists them)")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "DataSpec":
+        return cls(**data)
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    spec: DataSpec
+    candidate_id: np.ndarray      # int64 [n]
+    group: np.ndarray             # int32 [n], index into the group_* arrays
+    latency: np.ndarray           # float64 [n], inf = failed
+    label: np.ndarray             # float32 [n]
+    store_offsets: np.ndarray     # int64 [n + 1]
+    store_features: np.ndarray    # float32 [total stores, 164]
+    group_hardware: np.ndarray    # int32 [groups], index into hardware_names
+    group_workload: np.ndarray    # str [groups], workload hash
+    group_task_name: np.ndarray   # str [groups]
+    group_flops: np.ndarray       # float64 [groups]
+    hardware_names: tuple[str, ...]
+    hardware_features: np.ndarray  # float32 [hardware, n_hw_features]
+    # workload hash -> {network name: times the network runs the task}
+    workload_networks: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.candidate_id.size)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.group_workload.size)
+
+    def candidate_features(self, i: int) -> np.ndarray:
+        return self.store_features[self.store_offsets[i]:self.store_offsets[i + 1]]
+
+    def n_stores(self) -> np.ndarray:
+        return np.diff(self.store_offsets)
+
+    def pack_sum(self) -> np.ndarray:
+        """Per-store features summed per candidate [n, 164] (TenSet's pack-sum input)."""
+        out = np.zeros((len(self), self.store_features.shape[1]), np.float32)
+        owner = np.repeat(np.arange(len(self)), self.n_stores())
+        np.add.at(out, owner, self.store_features)
+        return out
+
+    def candidate_hardware(self) -> np.ndarray:
+        """Hardware index of each candidate [n]."""
+        return self.group_hardware[self.group]
+
+    def subset(self, index: np.ndarray) -> "Dataset":
+        """The rows `index` (groups and hardware tables are kept whole)."""
+        index = np.asarray(index, dtype=np.int64)
+        starts, ends = self.store_offsets[index], self.store_offsets[index + 1]
+        sizes = ends - starts
+        take = (np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+                + np.arange(int(sizes.sum())))
+        return Dataset(self.spec, self.candidate_id[index], self.group[index],
+                       self.latency[index], self.label[index],
+                       np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                       self.store_features[take], self.group_hardware, self.group_workload,
+                       self.group_task_name, self.group_flops, self.hardware_names,
+                       self.hardware_features, self.workload_networks)
+
+    def fingerprint(self) -> str:
+        """Identifies the exact rows and labels (for lineage)."""
+        digest = hashlib.sha1()
+        digest.update(json.dumps(self.spec.to_json(), sort_keys=True).encode())
+        digest.update(self.candidate_id.tobytes())
+        digest.update(self.latency.tobytes())
+        return digest.hexdigest()[:16]
+
+    def describe(self) -> dict:
+        return {"candidates": len(self), "groups": int(np.unique(self.group).size),
+                "failed": int(np.sum(~np.isfinite(self.latency))),
+                "hardware": list(self.hardware_names), "fingerprint": self.fingerprint()}
+
+
+def _query(spec: DataSpec) -> str:
+    network_filter = ("AND t.task_id IN (SELECT nt.task_id FROM network_tasks nt JOIN networks n "
+                      "USING (network_id) WHERE n.name IN (SELECT unnest($networks)))"
+                      if spec.networks else "")
+    return f"""
+        SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
+               m.mean_latency_s, f.n_stores, f.dim, f."values"
+        FROM measurements m
+        JOIN candidates c USING (candidate_id)
+        JOIN tasks t ON t.task_id = c.task_id
+        JOIN hardware h ON h.hardware_id = c.hardware_id
+        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
+        WHERE h.name IN (SELECT unnest($hardware)) {network_filter}
+        QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
+        ORDER BY h.name, t.workload_hash, c.candidate_id"""
+
+
+def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
+    """Build the dataset `spec` names from store `db` (read-only)."""
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        stored_hw = dict(store.query("SELECT name, feature_vector FROM hardware"))
+        missing = [h for h in spec.hardware if h not in stored_hw]
+        if missing:
+            raise TenforgeError(f"hardware {', '.join(missing)} has no data in {db}; stored: "
+                                f"{', '.join(sorted(stored_hw)) or 'none'}")
+        if spec.networks:
+            stored_nets = {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
+            unknown = [n for n in spec.networks if n not in stored_nets]
+            if unknown:
+                raise TenforgeError(f"network {', '.join(unknown)} has no data in {db}; "
+                                    f"stored: {', '.join(sorted(stored_nets))}")
+        params = {"hardware": list(spec.hardware), "extractor": spec.extractor}
+        if spec.networks:
+            params["networks"] = list(spec.networks)
+        table = store.con.execute(_query(spec), params).to_arrow_table()
+        links = store.query("SELECT t.workload_hash, n.name, sum(nt.weight) FROM network_tasks nt "
+                            "JOIN tasks t USING (task_id) JOIN networks n USING (network_id) "
+                            "GROUP BY ALL")
+    if table.num_rows == 0:
+        raise TenforgeError(f"no measured candidates with {spec.extractor} features for "
+                            f"hardware {', '.join(spec.hardware)}"
+                            f"{' and networks ' + ', '.join(spec.networks) if spec.networks else ''}"
+                            f" in {db}; collect some first (`tenforge collect`)")
+    return _assemble(spec, table, stored_hw, links)
+
+
+def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple]) -> Dataset:
+    hardware = np.array(table.column("hardware").to_pylist())
+    workload = np.array(table.column("workload_hash").to_pylist())
+    latency = table.column("mean_latency_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    latency = np.where(np.isnan(latency), np.inf, latency)
+    keys = np.char.add(np.char.add(hardware, "/"), workload)
+    group_keys, group = np.unique(keys, return_inverse=True)
+    # Label within a group; a group with no successful candidate teaches nothing: drop it.
+    best = np.full(group_keys.size, np.inf)
+    np.minimum.at(best, group, latency)
+    keep = np.isfinite(best[group])
+    label = np.where(np.isfinite(latency), best[group] / latency, 0.0).astype(np.float32)
+
+    values = table.column("values").combine_chunks()
+    flat = values.values.to_numpy(zero_copy_only=False).astype(np.float32)
+    dims = set(table.column("dim").to_pylist())
+    if dims != {FEATURE_DIM}:
+        raise TenforgeError(f"features of dimension {sorted(dims)} found; this model code "
+                            f"expects {FEATURE_DIM} ({spec.extractor})")
+    offsets = values.offsets.to_numpy().astype(np.int64) // FEATURE_DIM
+    store_features = flat.reshape(-1, FEATURE_DIM)
+
+    hardware_names = tuple(sorted(set(hardware.tolist())))
+    first = np.unique(group, return_index=True)[1]
+    full = Dataset(
+        spec=spec, candidate_id=table.column("candidate_id").to_numpy().astype(np.int64),
+        group=group.astype(np.int32), latency=latency, label=label, store_offsets=offsets,
+        store_features=store_features,
+        group_hardware=np.array([hardware_names.index(h) for h in hardware[first]], np.int32),
+        group_workload=workload[first], group_task_name=np.array(
+            table.column("task_name").to_pylist())[first],
+        group_flops=table.column("flops").to_numpy()[first].astype(np.float64),
+        hardware_names=hardware_names,
+        hardware_features=np.array([stored_hw[h] for h in hardware_names], np.float32),
+        workload_networks=_networks_by_workload(links))
+    return full if keep.all() else full.subset(np.flatnonzero(keep))
+
+
+def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for workload, network, weight in links:
+        out.setdefault(workload, {})[network] = int(weight)
+    return out

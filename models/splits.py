@@ -1,0 +1,122 @@
+"""Train / validation / test splits of a Dataset, seeded and reproducible.
+
+- within_task: candidates of every task are shuffled into the three parts (optimistic: the
+  model has seen each test task).
+- by_task: whole workloads go to one part (on every hardware alike), so test tasks are unseen.
+- by_target: the test part is whole hardware profiles (`holdout`), train/valid the others.
+- by_network: the test part is every task of the held-out networks (`holdout`); a task shared
+  with a training network counts as a test task and is removed from training.
+
+Headline numbers use by_task, by_target or by_network (DESIGN.md section 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.dataset import Dataset
+from tenforge.errors import TenforgeError
+
+SPLITS = ("within_task", "by_task", "by_target", "by_network")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    kind: str = "by_task"
+    seed: int = 0
+    valid_fraction: float = 0.15
+    test_fraction: float = 0.2
+    holdout: tuple[str, ...] = field(default=())  # hardware (by_target) or networks (by_network)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "holdout", tuple(self.holdout))
+        if self.kind not in SPLITS:
+            raise TenforgeError(f"unknown split {self.kind!r}; choose one of {', '.join(SPLITS)}")
+        if not (0 <= self.valid_fraction < 1 and 0 <= self.test_fraction < 1
+                and self.valid_fraction + self.test_fraction < 1):
+            raise TenforgeError("split fractions must be in [0, 1) and sum to less than 1, got "
+                                f"valid {self.valid_fraction}, test {self.test_fraction}")
+        if self.kind in ("by_target", "by_network") and not self.holdout:
+            raise TenforgeError(f"split {self.kind} needs holdout=... (the "
+                                f"{'hardware profiles' if self.kind == 'by_target' else 'networks'}"
+                                " to test on)")
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    spec: SplitSpec
+    train: np.ndarray
+    valid: np.ndarray
+    test: np.ndarray
+
+    def sizes(self) -> dict[str, int]:
+        return {"train": int(self.train.size), "valid": int(self.valid.size),
+                "test": int(self.test.size)}
+
+
+def _assign(keys: np.ndarray, rng: np.random.Generator, valid: float, test: float
+            ) -> tuple[set, set, set]:
+    """Shuffle distinct keys into (train, valid, test) sets by fraction."""
+    unique = np.unique(keys)
+    rng.shuffle(unique)
+    n_test = int(round(test * unique.size))
+    n_valid = int(round(valid * unique.size))
+    return (set(unique[n_test + n_valid:]), set(unique[n_test:n_test + n_valid]),
+            set(unique[:n_test]))
+
+
+def _where(keys: np.ndarray, chosen: set) -> np.ndarray:
+    return np.flatnonzero(np.isin(keys, list(chosen))) if chosen else np.array([], np.int64)
+
+
+def make_split(data: Dataset, spec: SplitSpec) -> Split:
+    """Split `data` as `spec` says; raises if a part that must not be empty is."""
+    rng = np.random.default_rng(spec.seed)
+    workload = data.group_workload[data.group]
+    if spec.kind == "within_task":
+        order = rng.permutation(len(data))
+        groups = data.group[order]
+        # rank of each candidate within its group, as a fraction of the group size
+        rank = np.empty(len(data))
+        for g in np.unique(groups):
+            members = np.flatnonzero(groups == g)
+            rank[members] = np.arange(members.size) / members.size
+        test = order[rank < spec.test_fraction]
+        valid = order[(rank >= spec.test_fraction)
+                      & (rank < spec.test_fraction + spec.valid_fraction)]
+        train = order[rank >= spec.test_fraction + spec.valid_fraction]
+    elif spec.kind == "by_task":
+        tr, va, te = _assign(workload, rng, spec.valid_fraction, spec.test_fraction)
+        train, valid, test = _where(workload, tr), _where(workload, va), _where(workload, te)
+    elif spec.kind == "by_target":
+        unknown = [h for h in spec.holdout if h not in data.hardware_names]
+        if unknown:
+            raise TenforgeError(f"holdout hardware {', '.join(unknown)} is not in the dataset "
+                                f"({', '.join(data.hardware_names)})")
+        hw = np.array(data.hardware_names)[data.candidate_hardware()]
+        test = np.flatnonzero(np.isin(hw, spec.holdout))
+        rest = np.flatnonzero(~np.isin(hw, spec.holdout))
+        tr, va, _ = _assign(workload[rest], rng, spec.valid_fraction, 0.0)
+        train, valid = rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest],
+                                                                               list(va))]
+    else:  # by_network
+        known = {n for nets in data.workload_networks.values() for n in nets}
+        unknown = [n for n in spec.holdout if n not in known]
+        if unknown:
+            raise TenforgeError(f"holdout network {', '.join(unknown)} is not in the dataset "
+                                f"({', '.join(sorted(known))})")
+        held = {w for w, nets in data.workload_networks.items()
+                if any(n in spec.holdout for n in nets)}
+        in_test = np.isin(workload, list(held))
+        test = np.flatnonzero(in_test)
+        rest = np.flatnonzero(~in_test)
+        tr, va, _ = _assign(workload[rest], rng, spec.valid_fraction, 0.0)
+        train, valid = rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest],
+                                                                               list(va))]
+    split = Split(spec, np.sort(train), np.sort(valid), np.sort(test))
+    if split.train.size == 0:
+        raise TenforgeError(f"split {spec.kind} leaves no training data ({split.sizes()}); "
+                            "use more data or another split")
+    return split
