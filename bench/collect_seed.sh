@@ -7,9 +7,16 @@
 # machine going away) loses at most the batch in flight. Networks go round-robin over profiles so
 # every profile gains data from the start. Export the result with
 #   ./run dataset export-seed --db data/seed.duckdb
+# Collecting while editing this checkout? Pin the code that measures:
+#   git worktree add /work/seed-collector HEAD
+#   SEED_DB=$PWD/data/seed.duckdb PYTHON=$PWD/.venv/bin/python /work/seed-collector/bench/collect_seed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/tenforge ] || ./run hardware >/dev/null  # set up .venv once, not per call
+# Run from a pinned checkout (a git worktree) while you keep editing the main one: PYTHON may
+# name another checkout's venv; PYTHONPATH makes this checkout's code the one that runs.
+python=${PYTHON:-.venv/bin/python}
+[ -x "$python" ] || { ./run hardware >/dev/null; python=.venv/bin/python; }
+export PYTHONPATH=$PWD
 cands=${1:-64}
 shift || true
 profiles=("$@")
@@ -22,7 +29,7 @@ networks=(mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert)
 for network in "${networks[@]}"; do
     for profile in "${profiles[@]}"; do
         echo "=== $(date -Is) collect $network on $profile ($cands per task) -> $db"
-        .venv/bin/tenforge collect --hardware "$profile" --networks "$network" \
+        "$python" -m tenforge.cli collect --hardware "$profile" --networks "$network" \
             --candidates "$cands" --seed 0 --db "$db"
     done
 done

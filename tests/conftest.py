@@ -26,3 +26,13 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None
     """Run `tenforge ARGS` as a user would, in a fresh process."""
     return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def seed_store(tmp_path_factory) -> str:
+    """A store holding the shipped seed dataset (read it; copy it before writing)."""
+    from storage.seed import load_shards
+
+    db = str(tmp_path_factory.mktemp("seed-store") / "seed.duckdb")
+    load_shards(db, progress=lambda _: None)
+    return db

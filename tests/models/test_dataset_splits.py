@@ -1,0 +1,106 @@
+"""Datasets built from a real store (the shipped seed) and the four split strategies."""
+
+import numpy as np
+import pytest
+
+from models.dataset import DataSpec, load_dataset
+from models.splits import SplitSpec, make_split
+from storage.store import Store
+from tenforge.errors import TenforgeError
+
+from tests.models.synthetic import synthetic_dataset
+
+
+@pytest.fixture(scope="module")
+def seed_data(seed_store):
+    with Store(seed_store, read_only=True) as store:
+        hardware = tuple(h for (h,) in store.query("SELECT name FROM hardware ORDER BY 1"))
+    return load_dataset(seed_store, DataSpec(hardware=hardware))
+
+
+def test_dataset_from_the_store(seed_data, seed_store):
+    data = seed_data
+    with Store(seed_store, read_only=True) as store:
+        measured = store.scalar("SELECT count(*) FROM measurements")
+    assert 0 < len(data) <= measured
+    assert ((data.label >= 0) & (data.label <= 1)).all()
+    for g in np.unique(data.group):  # the best candidate of every task has label 1
+        assert data.label[data.group == g].max() == pytest.approx(1.0)
+    assert (data.label[~np.isfinite(data.latency)] == 0).all()
+    assert data.store_offsets[-1] == data.store_features.shape[0]
+    assert data.pack_sum().shape == (len(data), 164)
+    assert load_dataset(seed_store, data.spec).fingerprint() == data.fingerprint()
+
+
+def test_dataset_filters_by_network(seed_data, seed_store):
+    mlp = load_dataset(seed_store, DataSpec(hardware=seed_data.hardware_names, networks=("mlp",)))
+    assert 0 < len(mlp) < len(seed_data)
+    workloads = set(mlp.group_workload[mlp.group])
+    assert all("mlp" in seed_data.workload_networks[w] for w in workloads)
+
+
+@pytest.mark.parametrize("spec, message", [
+    (DataSpec(hardware=("tpu-v9",)), "hardware tpu-v9 has no data"),
+    (DataSpec(hardware=("cpu-znver3-sse42-1t",), networks=("alexnet",)),
+     "network alexnet has no data"),
+    (DataSpec(hardware=("cpu-znver3-sse42-1t",), extractor="nope"),
+     "no measured candidates with nope features"),
+])
+def test_a_spec_that_matches_no_data_is_refused(seed_store, spec, message):
+    with pytest.raises(TenforgeError, match=message):
+        load_dataset(seed_store, spec)
+
+
+def _workloads(data, index):
+    return set(data.group_workload[data.group[index]])
+
+
+@pytest.mark.parametrize("kind", ["by_task", "by_network"])
+def test_held_out_splits_share_no_task(seed_data, kind):
+    holdout = ("tiny_cnn",) if kind == "by_network" else ()
+    split = make_split(seed_data, SplitSpec(kind, seed=1, holdout=holdout))
+    train, valid, test = (_workloads(seed_data, s) for s in (split.train, split.valid,
+                                                             split.test))
+    assert train and test
+    assert not (train & test) and not (valid & test) and not (train & valid)
+    if kind == "by_network":
+        assert all("tiny_cnn" in seed_data.workload_networks[w] for w in test)
+
+
+def test_splits_are_seeded():
+    data = synthetic_dataset(n_groups=20)
+    a = make_split(data, SplitSpec("by_task", seed=1))
+    b = make_split(data, SplitSpec("by_task", seed=1))
+    c = make_split(data, SplitSpec("by_task", seed=2))
+    assert all(np.array_equal(x, y) for x, y in [(a.train, b.train), (a.test, b.test)])
+    assert not np.array_equal(a.test, c.test)
+    parts = np.concatenate([a.train, a.valid, a.test])
+    assert np.array_equal(np.sort(parts), np.arange(len(data)))  # a partition
+
+
+def test_within_task_and_by_target():
+    data = synthetic_dataset(n_groups=6, per_group=20)
+    within = make_split(data, SplitSpec("within_task", seed=0))
+    for part in (within.train, within.test):  # every task on both sides
+        assert set(data.group[part]) == set(range(6))
+    target = make_split(data, SplitSpec("by_target", holdout=("hw-b",)))
+    hw = np.array(data.hardware_names)[data.candidate_hardware()]
+    assert set(hw[target.test]) == {"hw-b"} and set(hw[target.train]) == {"hw-a"}
+
+
+@pytest.mark.parametrize("spec, message", [
+    (lambda: SplitSpec("random"), "unknown split 'random'"),
+    (lambda: SplitSpec("by_network"), "needs holdout="),
+    (lambda: SplitSpec("by_task", valid_fraction=0.6, test_fraction=0.5), "sum to less than 1"),
+])
+def test_bad_split_specs(spec, message):
+    with pytest.raises(TenforgeError, match=message):
+        spec()
+
+
+def test_holdout_that_is_not_in_the_data():
+    data = synthetic_dataset()
+    with pytest.raises(TenforgeError, match="holdout network vgg is not in the dataset"):
+        make_split(data, SplitSpec("by_network", holdout=("vgg",)))
+    with pytest.raises(TenforgeError, match="holdout hardware hw-z is not in the dataset"):
+        make_split(data, SplitSpec("by_target", holdout=("hw-z",)))
