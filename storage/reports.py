@@ -36,3 +36,17 @@ def measurement_summary(db: str) -> str:
             f"\"SELECT * FROM v_measurements LIMIT 5\"\n"
             f"(from the project root; `tenforge` and `duckdb` directly where .venv/bin is on "
             f"PATH)\n")
+
+
+def model_leaderboard(db: str, limit: int = 20) -> str:
+    """Registered models, best held-out top-1 peak score first."""
+    with Store(db, read_only=True) as store:
+        rows = store.query(
+            "SELECT model_id, kind, split_json->>'kind' AS split, train_rows, "
+            "round(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), 4) AS test_peak1, "
+            "round(TRY_CAST(metrics_json->>'pairwise' AS DOUBLE), 4) AS test_pairwise, "
+            "round(train_s, 1) AS train_s, study_name, trial_number, left(created_at::VARCHAR, 19) "
+            "FROM models ORDER BY test_peak1 DESC NULLS LAST LIMIT ?", [limit])
+    header = ["model", "kind", "split", "train rows", "test peak1", "test pairwise", "train s",
+              "study", "trial", "created"]
+    return format_table(header, rows) if rows else f"no registered models in {db}"

@@ -137,7 +137,8 @@ def _task_table(store: Store, run_id: str) -> pa.Table:
 
 def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
                   include_running: bool = False) -> list[ShardSummary]:
-    """Write a shard for every run in `db` that has none yet under `out_dir`; return the new ones."""
+    """Write a shard for every run in `db` that has none yet under `out_dir` (or whose run has
+    measured more since); return the shards written."""
     out_dir = Path(out_dir)
     written: list[ShardSummary] = []
     with Store(db, read_only=True) as store:
@@ -145,8 +146,10 @@ def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
             params = json.loads(run["parameters_json"])
             folder = out_dir / (run["hardware"] or "unknown")
             stem = _shard_stem(run)
-            if (folder / f"{stem}.json").exists():
-                continue
+            manifest_path = folder / f"{stem}.json"
+            if manifest_path.exists() and \
+                    json.loads(manifest_path.read_text())["measured"] == run["measured"]:
+                continue  # unchanged; a shard of a run that went on measuring is rewritten
             folder.mkdir(parents=True, exist_ok=True)
             cands = _candidate_table(store, run["run_id"])
             tasks = _task_table(store, run["run_id"])

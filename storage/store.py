@@ -287,3 +287,26 @@ class Store:
         self.con.execute("UPDATE runs SET status = ?, finished_at = current_timestamp, "
                          "summary_json = ? WHERE run_id = ?",
                          [status, json.dumps(summary, default=str), run_id])
+
+    # -------------------------------------------------------------- search and models
+
+    def upsert_trial(self, row: dict[str, Any]) -> None:
+        """Insert or refresh one search trial (a resumed study re-reports its trials)."""
+        cols = list(row)
+        self.con.execute(f"INSERT OR REPLACE INTO search_trials ({', '.join(cols)}) VALUES "
+                         f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
+
+    def register_model(self, row: dict[str, Any]) -> None:
+        cols = list(row)
+        self.con.execute(f"INSERT INTO models ({', '.join(cols)}) VALUES "
+                         f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
+
+    def model_row(self, model_id: str) -> dict[str, Any]:
+        cur = self.con.execute("SELECT * FROM models WHERE model_id = ?", [model_id])
+        row = cur.fetchone()
+        if row is None:
+            known = [m for (m,) in self.query("SELECT model_id FROM models ORDER BY created_at "
+                                              "DESC LIMIT 5")]
+            raise TenforgeError(f"no model {model_id!r} in {self.path}; newest: "
+                                f"{', '.join(known) or 'none (run `tenforge search`)'}")
+        return dict(zip([d[0] for d in cur.description], row))

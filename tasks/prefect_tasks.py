@@ -64,3 +64,24 @@ def load_seed_if_empty(db: str) -> dict:
         return {"loaded": False, "existing": 0}
     summary = load_shards(db, SEED_DIR, progress=logger.info)
     return {"loaded": True, **summary}
+
+
+@task(name="search-models", tags=["train"], task_run_name="optuna search")
+def search_models(db: str, data_spec: dict, split_spec: dict, search_spec: dict,
+                  study_name: str | None, flow_run_id: str | None) -> dict:
+    """Run (or continue) the Optuna study; every trial is copied into the store."""
+    from tasks.training import run_study
+
+    return run_study(db, data_spec, split_spec, search_spec, study_name, flow_run_id,
+                     log=get_run_logger().info)
+
+
+@task(name="train-and-register", tags=["train"], task_run_name="train {family} and register")
+def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str, params: dict,
+                       seed: int, study_name: str | None, trial_number: int | None,
+                       flow_run_id: str | None) -> dict:
+    from tasks import training
+
+    return training.train_and_register(db, data_spec, split_spec, family, params, seed,
+                                       study_name, trial_number, flow_run_id,
+                                       log=get_run_logger().info)

@@ -173,6 +173,31 @@ def cmd_dataset_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from tasks.collect import prepare_db_path
+    from tasks.training import validate_search
+
+    db = str(prepare_db_path(args.db))
+    validate_search(db, args.hardware, args.networks, args.split, args.holdout, args.families,
+                    args.trials, args.time_budget, args.metric, args.multi_objective, args.seed,
+                    args.max_epochs, args.study)  # before Prefect starts: fast, clean errors
+    from flows.search import search
+
+    search(hardware=args.hardware, networks=args.networks, split=args.split,
+           holdout=args.holdout, families=args.families, trials=args.trials,
+           time_budget_s=args.time_budget, metric=args.metric,
+           multi_objective=args.multi_objective, seed=args.seed, max_epochs=args.max_epochs,
+           study=args.study, db=db)
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from storage.reports import model_leaderboard
+
+    print(model_leaderboard(args.db))
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 
 
@@ -236,6 +261,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", required=True)
     db_option(p)
     p.set_defaults(func=cmd_export_ms)
+
+    p = sub.add_parser("search", help="Optuna search for the best cost model on held-out tasks")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated profiles (default: all in the store)")
+    p.add_argument("--networks", type=_networks, default=None, help="only these networks' tasks")
+    p.add_argument("--split", default="by_task",
+                   choices=["within_task", "by_task", "by_target", "by_network"])
+    p.add_argument("--holdout", type=_networks, default=None,
+                   help="hardware (by_target) or networks (by_network) to test on")
+    p.add_argument("--families", type=_networks, default=None,
+                   help="comma-separated: xgb,lgbm,mlp,attention,bilstm_attention")
+    p.add_argument("--trials", type=_positive, default=20, help="total trials of the study")
+    p.add_argument("--time-budget", type=float, default=900.0, help="seconds")
+    p.add_argument("--metric", default="peak1", choices=["peak1", "peak5", "pairwise",
+                                                         "avg_peak5"])
+    p.add_argument("--multi-objective", action="store_true",
+                   help="also maximize pairwise accuracy and minimize training time")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-epochs", type=_positive, default=30)
+    p.add_argument("--study", default=None, help="study name (a re-run continues it)")
+    db_option(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("models", help="registered cost models and their held-out metrics")
+    db_option(p)
+    p.set_defaults(func=cmd_models)
 
     from storage.seed import SEED_DIR
 

@@ -1,0 +1,28 @@
+"""The main job end to end on a fresh store: seed loaded, local collect, small search, summary."""
+
+import pytest
+
+from storage.seed import SEED_DIR, find_shards
+from storage.store import Store
+
+from tests.conftest import run_cli
+
+
+@pytest.mark.slow
+def test_pipeline_on_a_fresh_store(db):
+    result = run_cli("pipeline", "--candidates", "2", "--db", db)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    with Store(db, read_only=True) as store:
+        seeded = store.scalar("SELECT count(*) FROM runs WHERE summary_json LIKE "
+                              "'%loaded_from_seed_shard%'")
+        assert seeded == len(find_shards(SEED_DIR))
+        flows = dict(store.query("SELECT flow, count(*) FROM runs WHERE status = 'completed' "
+                                 "AND NOT summary_json LIKE '%loaded_from_seed_shard%' GROUP BY 1"))
+        assert flows == {"collect": 1, "search": 1}
+        local = store.scalar("SELECT count(*) FROM v_measurements WHERE hardware NOT IN "
+                             "(SELECT DISTINCT hardware FROM runs WHERE summary_json LIKE "
+                             "'%loaded_from_seed%')")
+        assert local > 0
+        assert store.scalar("SELECT count(*) FROM models") == 1
+    assert "fastest_us" in out and "test peak1" in out  # the two summary tables
