@@ -72,14 +72,16 @@ def _command_of(flow: str, params: dict[str, Any], db_name: str) -> str:
 
 
 def exportable_runs(store: Store, include_running: bool = False) -> list[dict[str, Any]]:
-    """Collect runs that measured something, oldest first (finished ones unless asked)."""
-    statuses = ("completed", "failed", "running") if include_running else ("completed", "failed")
+    """Runs that measured something, oldest first. A run still marked `running` counts as
+    finished once a later run with the same parameters started (it was killed and resumed);
+    otherwise it may still be measuring, and is left out unless `include_running`."""
     cur = store.con.execute(
         "SELECT r.run_id, r.flow, r.parameters_json, r.hardware, r.host, r.tvm_version, "
         "r.tenforge_version, r.started_at, r.finished_at, r.status, count(m.measurement_id) "
         "FROM runs r JOIN measurements m ON m.flow_run_id = r.run_id "
-        "WHERE r.status IN (SELECT unnest(?)) GROUP BY ALL ORDER BY r.started_at",
-        [list(statuses)])
+        "WHERE r.status <> 'running' OR ? OR EXISTS (SELECT 1 FROM runs later WHERE "
+        "later.parameters_json = r.parameters_json AND later.started_at > r.started_at) "
+        "GROUP BY ALL ORDER BY r.started_at", [include_running])
     cols = [d[0] for d in cur.description[:-1]] + ["measured"]
     return [dict(zip(cols, row)) for row in cur.fetchall()]
 
