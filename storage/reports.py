@@ -24,6 +24,12 @@ def format_table(header: list[str], rows: list[tuple]) -> str:
     return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, cells)])
 
 
+def markdown_table(header: list[str], rows: list[tuple]) -> str:
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells])
+
+
 def measurement_summary(db: str) -> str:
     """Where the data is, what it holds per hardware and network, and how to query it."""
     with Store(db, read_only=True) as store:

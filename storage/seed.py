@@ -346,3 +346,23 @@ def datasheet_rows(seed_dir: str | Path = SEED_DIR) -> list[tuple]:
         row[4] = min(row[4], m["first_measured_at"][:10])
         row[5] = max(row[5], m["last_measured_at"][:10])
     return [(*key, *vals) for key, vals in sorted(rows.items())]
+
+
+def seed_totals(seed_dir: str | Path = SEED_DIR) -> dict[str, Any]:
+    """Whole-seed counts: distinct tasks, networks and profiles, measurements, bytes on disk."""
+    manifests = find_shards(seed_dir)
+    workloads: set[str] = set()
+    networks: set[str] = set()
+    measured = errors = size = 0
+    for path in manifests:
+        m = json.loads(path.read_text())
+        measured += m["measured"]
+        errors += m["errors"]
+        size += path.stat().st_size + sum(f["bytes"] for f in m["files"].values())
+        tasks = pq.read_table(path.parent / f"{path.name[:-len('.json')]}.tasks.parquet",
+                              columns=["workload_hash", "network"])
+        workloads.update(tasks.column("workload_hash").to_pylist())
+        networks.update(n for n in tasks.column("network").to_pylist() if n)
+    return {"shards": len(manifests), "profiles": len({p.parent.name for p in manifests}),
+            "networks": len(networks), "tasks": len(workloads), "measured": measured,
+            "succeeded": measured - errors, "errors": errors, "bytes": size}

@@ -89,3 +89,13 @@ def test_unknown_hardware_names_the_profiles_the_seed_has(tmp_path):
     assert result.returncode == 2
     assert "no seed shards for hardware tpu-v9; the seed has: cpu-" in result.stderr
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_the_datasheet_shows_what_the_seed_holds():
+    from pathlib import Path
+
+    doc = (Path(SEED_DIR).parents[1] / "docs" / "seed-dataset.md").read_text()
+    generated = run_cli("dataset", "info", "--markdown")
+    assert generated.returncode == 0
+    assert generated.stdout.strip() in doc, \
+        "regenerate: ./run dataset info --datasheet docs/seed-dataset.md"
