@@ -66,6 +66,8 @@ def test_search_registers_the_best_model_and_resumes(store):
     (["--hardware", "tpu-v9"], "hardware tpu-v9 has no data"),
     (["--networks", "alexnet"], "network alexnet has no data"),
     (["--time-budget", "0"], "time budget > 0 s"),
+    (["--networks", "mlp", "--split", "by_network", "--holdout", "mlp"],
+     "leaves no training data"),
 ])
 def test_bad_search_input_is_refused_before_any_work(store, args, message):
     result = run_cli("search", *args, "--db", store)
