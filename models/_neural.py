@@ -12,6 +12,11 @@ All three read the same input, a candidate as a padded sequence of standardized 
 One training loop for all: batches keep a task's candidates together so the ranking loss
 (RankNet-style pairwise logistic loss within each task) has pairs; validation top-1 peak score
 after every epoch drives early stopping, `report` (Optuna pruning) and the kept weights.
+
+With `head_per_hardware` the model has one output head per hardware profile over a shared
+encoder (MTL-TLP); transfer adds a head for the new profile. Fine-tuning strategies: `full`
+(every weight, lower learning rate), `head` (the output head only), `multi_head` (a new head
+for the target profile, the shared encoder at a tenth of the learning rate).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from torch import nn
 
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import FEATURE_DIM, Dataset
+from tenforge.errors import TenforgeError
 
 HW_EMBED = 16
 MAX_STORES = 64  # longer candidates (rare) keep their first 64 stores
@@ -42,6 +48,7 @@ class NeuralConfig(ModelConfig):
     epochs: int = 40
     batch_size: int = 512
     patience: int = 6
+    head_per_hardware: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,10 @@ class BiLSTMConfig(NeuralConfig):
 
 
 class _Net(nn.Module):
-    def __init__(self, family: str, config: NeuralConfig, hw_dim: int):
+    def __init__(self, family: str, config: NeuralConfig, hw_dim: int, head_names: list[str]):
         super().__init__()
+        self.head_names = list(head_names)
+        self.hidden = config.hidden
         h = config.hidden
         self.family = family
         self.register_buffer("mean", torch.zeros(FEATURE_DIM))
@@ -73,12 +82,29 @@ class _Net(nn.Module):
             self.attn = nn.MultiheadAttention(h, config.heads, dropout=config.dropout,
                                               batch_first=True)
         self.hw = nn.Sequential(nn.Linear(hw_dim, HW_EMBED), nn.ReLU()) if hw_dim else None
-        self.head = nn.Sequential(nn.Linear(h + (HW_EMBED if hw_dim else 0), h), nn.ReLU(),
-                                  nn.Dropout(config.dropout), nn.Linear(h, 1))
+        self.head_input = h + (HW_EMBED if hw_dim else 0)
+        self.dropout = config.dropout
+        self.heads = nn.ModuleList(self.new_head() for _ in self.head_names)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, hw: torch.Tensor | None
-                ) -> torch.Tensor:
-        """x [B, S, 164] padded, mask [B, S] True on real stores, hw [B, H] -> scores [B]."""
+    def new_head(self) -> nn.Module:
+        return nn.Sequential(nn.Linear(self.head_input, self.hidden), nn.ReLU(),
+                             nn.Dropout(self.dropout), nn.Linear(self.hidden, 1))
+
+    def add_head(self, name: str) -> nn.Module:
+        """A head for a new hardware, starting from the mean of the existing heads."""
+        head = self.new_head()
+        with torch.no_grad():
+            for name_, param in head.named_parameters():
+                stacked = torch.stack([dict(old.named_parameters())[name_] for old in self.heads])
+                param.copy_(stacked.mean(0))
+        self.heads.append(head)
+        self.head_names.append(name)
+        return head
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, hw: torch.Tensor | None,
+                head: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, S, 164] padded, mask [B, S] True on real stores, hw [B, H], head [B] (index of
+        each row's head when there is one per hardware) -> scores [B]."""
         x = (x - self.mean) / self.std
         keep = mask.unsqueeze(-1).float()
         if self.family == "mlp":
@@ -98,7 +124,10 @@ class _Net(nn.Module):
             pooled = (z * keep).sum(1) / keep.sum(1).clamp(min=1)
         if self.hw is not None:
             pooled = torch.cat([pooled, self.hw(hw)], dim=1)
-        return self.head(pooled).squeeze(-1)
+        if head is None:
+            return self.heads[0](pooled).squeeze(-1)
+        every = torch.cat([h(pooled) for h in self.heads], dim=1)  # [B, heads]
+        return every.gather(1, head.unsqueeze(1)).squeeze(1)
 
 
 def _padded(data: Dataset, index: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,12 +155,26 @@ def _pairwise_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Ten
 
 class _NeuralCostModel(CostModel):
     config_class = NeuralConfig
+    STRATEGIES = ("full", "head", "multi_head")
 
     def _build(self, data: Dataset) -> None:
-        hw_dim = data.hardware_features.shape[1] if self.config.hardware_features else 0
+        self.hw_dim = data.hardware_features.shape[1] if self.config.hardware_features else 0
+        present = [data.hardware_names[h] for h in np.unique(data.candidate_hardware())]
+        heads = present if self.config.head_per_hardware else ["*"]
         torch.manual_seed(self.config.seed)
-        self.net = _Net(self.kind, self.config, hw_dim)
-        self.hw_dim = hw_dim
+        self.net = _Net(self.kind, self.config, self.hw_dim, heads)
+
+    def _head_index(self, data: Dataset, index: np.ndarray) -> torch.Tensor | None:
+        if not self.config.head_per_hardware:
+            return None
+        names = self.net.head_names
+        missing = sorted(set(data.hardware_names[h] for h in np.unique(
+            data.candidate_hardware()[index])) - set(names))
+        if missing:
+            raise TenforgeError(f"this {self.kind} model has heads for {', '.join(names)}, not "
+                                f"for {', '.join(missing)}; transfer it with strategy multi_head")
+        lookup = np.array([names.index(n) if n in names else -1 for n in data.hardware_names])
+        return torch.from_numpy(lookup[data.candidate_hardware()[index]].astype(np.int64))
 
     def _batches(self, data: Dataset, rng: np.random.Generator) -> list[np.ndarray]:
         """Shuffled batches in which a task's candidates stay together (for ranking pairs)."""
@@ -144,16 +187,53 @@ class _NeuralCostModel(CostModel):
 
     def _scores(self, data: Dataset, index: np.ndarray) -> torch.Tensor:
         x, mask = _padded(data, index)
+        if self.hw_dim and data.hardware_features.shape[1] != self.hw_dim:
+            raise TenforgeError(f"this {self.kind} model was built for {self.hw_dim} hardware "
+                                f"features; the data has {data.hardware_features.shape[1]}")
         hw = (torch.from_numpy(hardware_inputs(data)[index]) if self.hw_dim else None)
-        return self.net(x, mask, hw)
+        return self.net(x, mask, hw, self._head_index(data, index))
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        c = self.config
         self._build(train)
         rows = train.store_features
         self.net.mean.copy_(torch.from_numpy(rows.mean(0)))
         self.net.std.copy_(torch.from_numpy(np.where(rows.std(0) > 1e-6, rows.std(0), 1.0)))
-        optimizer = torch.optim.Adam(self.net.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+        optimizer = torch.optim.Adam(self.net.parameters(), lr=self.config.lr,
+                                     weight_decay=self.config.weight_decay)
+        return self._train_loop(train, valid, report, optimizer)
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        c = self.config
+        if strategy == "full":
+            groups = [{"params": list(self.net.parameters()), "lr": c.lr * 0.3}]
+        elif strategy == "head":
+            for param in self.net.parameters():
+                param.requires_grad_(False)
+            for param in self.net.heads.parameters():
+                param.requires_grad_(True)
+            groups = [{"params": list(self.net.heads.parameters()), "lr": c.lr}]
+        else:  # multi_head
+            if not c.head_per_hardware:
+                raise TenforgeError(f"strategy multi_head needs a model pre-trained with "
+                                    f"head_per_hardware=True; this {self.kind} model has one head")
+            present = [train.hardware_names[h] for h in np.unique(train.candidate_hardware())]
+            new = [h for h in present if h not in self.net.head_names]
+            fresh = [self.net.add_head(name) for name in new]
+            fresh_ids = {id(p) for head in fresh for p in head.parameters()}
+            shared = [p for p in self.net.parameters() if id(p) not in fresh_ids]
+            groups = [{"params": [p for head in fresh for p in head.parameters()], "lr": c.lr},
+                      {"params": shared, "lr": c.lr * 0.1}]
+        optimizer = torch.optim.Adam(groups, weight_decay=c.weight_decay)
+        try:
+            return self._train_loop(train, valid, report, optimizer)
+        finally:
+            for param in self.net.parameters():
+                param.requires_grad_(True)
+
+    def _train_loop(self, train: Dataset, valid: Dataset | None, report: Report | None,
+                    optimizer: torch.optim.Optimizer) -> dict:
+        c = self.config
         rng = np.random.default_rng(c.seed)
         labels = torch.from_numpy(train.label)
         groups = torch.from_numpy(train.group.astype(np.int64))
@@ -199,12 +279,13 @@ class _NeuralCostModel(CostModel):
         return out
 
     def _save_weights(self, path: Path) -> None:
-        torch.save({"hw_dim": self.hw_dim, "state": self.net.state_dict()}, path / "weights.pt")
+        torch.save({"hw_dim": self.hw_dim, "head_names": self.net.head_names,
+                    "state": self.net.state_dict()}, path / "weights.pt")
 
     def _load_weights(self, path: Path) -> None:
         saved = torch.load(path / "weights.pt", weights_only=True)
         self.hw_dim = int(saved["hw_dim"])
-        self.net = _Net(self.kind, self.config, self.hw_dim)
+        self.net = _Net(self.kind, self.config, self.hw_dim, list(saved["head_names"]))
         self.net.load_state_dict(saved["state"])
 
 

@@ -41,6 +41,7 @@ def _group_sorted(data: Dataset) -> np.ndarray:
 class XGBCostModel(CostModel):
     kind = "xgb"
     config_class = TreeConfig
+    STRATEGIES = ("full",)
 
     def _dmatrix(self, data: Dataset, with_label: bool):
         order = _group_sorted(data)
@@ -59,19 +60,30 @@ class XGBCostModel(CostModel):
                 "nthread": THREADS, "tree_method": "hist", "verbosity": 0}
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        return self._boost(train, valid, report, self.config.n_estimators, None)
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        # "full" for trees = keep every tree and boost more on the target data
+        return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
+                           self.booster)
+
+    def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
+               start) -> dict:
         dtrain, _ = self._dmatrix(train, True)
         callbacks = []
         if valid is not None:
             dvalid, vorder = self._dmatrix(valid, True)
             callbacks.append(_PeakCallback(valid, dvalid, vorder, report,
                                            self.config.early_stopping_rounds))
-        self.booster = xgb.train(self._params(), dtrain, num_boost_round=self.config.n_estimators,
-                                 callbacks=callbacks)
+        booster = xgb.train(self._params(), dtrain, num_boost_round=rounds, xgb_model=start,
+                            callbacks=callbacks)
         if callbacks:
             cb = callbacks[0]
-            self.booster = self.booster[:cb.best_round + 1]
+            self.booster = booster[:cb.best_round + 1]
             return {"rounds": cb.best_round + 1, "valid_peak1": cb.best}
-        return {"rounds": self.config.n_estimators}
+        self.booster = booster
+        return {"rounds": int(booster.num_boosted_rounds())}
 
     def _predict(self, data: Dataset) -> np.ndarray:
         x = tree_inputs(data, self.config.hardware_features)
@@ -94,6 +106,10 @@ class _PeakCallback(xgb.callback.TrainingCallback):
         self.report, self.patience = report, patience
         self.best, self.best_round = -1.0, 0
 
+    def before_training(self, model):
+        self.best_round = model.num_boosted_rounds()  # continued boosting starts there
+        return model
+
     def after_iteration(self, booster, epoch: int, evals_log) -> bool:
         if (epoch + 1) % 10:
             return False
@@ -114,6 +130,7 @@ def per_task_peak(valid: Dataset, scores: np.ndarray) -> float:
 class LGBMCostModel(CostModel):
     kind = "lgbm"
     config_class = TreeConfig
+    STRATEGIES = ("full",)
     RELEVANCE_LEVELS = 30  # lambdarank needs integer relevance: label 0..1 -> 0..30
 
     def _dataset(self, data: Dataset):
@@ -140,8 +157,18 @@ class LGBMCostModel(CostModel):
         return params
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        return self._boost(train, valid, report, self.config.n_estimators, None)
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
+                           self.booster)
+
+    def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
+               start) -> dict:
         dtrain, _ = self._dataset(train)
-        state = {"best": -1.0, "best_round": 0}
+        first = start.current_iteration() if start is not None else 0
+        state = {"best": -1.0, "best_round": first - 1}
         callbacks = []
         if valid is not None:
             xv = tree_inputs(valid, self.config.hardware_features)
@@ -154,12 +181,14 @@ class LGBMCostModel(CostModel):
                     state.update(best=value, best_round=env.iteration)
                 if report is not None:
                     report(env.iteration + 1, value)
-                if env.iteration - state["best_round"] >= self.config.early_stopping_rounds:
+                if env.iteration - max(state["best_round"], first) >= \
+                        self.config.early_stopping_rounds:
                     raise lgb.callback.EarlyStopException(state["best_round"], [])
 
             callbacks.append(peak_callback)
-        self.booster = lgb.train(self._params(), dtrain, num_boost_round=self.config.n_estimators,
-                                 callbacks=callbacks)
+        self.booster = lgb.train(self._params(), dtrain, num_boost_round=rounds,
+                                 init_model=start, callbacks=callbacks,
+                                 keep_training_booster=True)
         if valid is not None:
             self.best_iteration = state["best_round"] + 1
             return {"rounds": self.best_iteration, "valid_peak1": state["best"]}

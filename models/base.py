@@ -51,6 +51,7 @@ class ModelConfig:
 class CostModel(ABC):
     kind: ClassVar[str]
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
+    STRATEGIES: ClassVar[tuple[str, ...]] = ()  # fine-tuning strategies this family supports
 
     def __init__(self, config: ModelConfig | None = None, **params: Any):
         if config is None:
@@ -75,6 +76,28 @@ class CostModel(ABC):
         self.trained = True
         return {"kind": self.kind, "train_s": round(time.perf_counter() - start, 3),
                 "train_rows": len(train), **info}
+
+    def fine_tune(self, train: Dataset, valid: Dataset | None = None, strategy: str = "full",
+                  report: Report | None = None) -> dict[str, Any]:
+        """Continue training this (pre-trained) model on `train`, in place (models.transfer)."""
+        if not self.trained:
+            raise TenforgeError(f"cannot fine-tune an untrained {self.kind} model; pre-train it "
+                                "first")
+        if strategy not in self.STRATEGIES:
+            supported = ", ".join(self.STRATEGIES) or "none"
+            raise TenforgeError(f"{self.kind} cannot be fine-tuned with strategy {strategy!r} "
+                                f"(it supports: {supported}; any model supports residual)")
+        if len(train) == 0:
+            raise TenforgeError(f"cannot fine-tune {self.kind}: no target samples")
+        start = time.perf_counter()
+        info = self._fine_tune(train, valid if valid is not None and len(valid) else None,
+                               strategy, report)
+        return {"kind": self.kind, "strategy": strategy,
+                "train_s": round(time.perf_counter() - start, 3), "train_rows": len(train), **info}
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        raise NotImplementedError
 
     def predict(self, data: Dataset) -> np.ndarray:
         if not self.trained:

@@ -20,6 +20,7 @@ KINDS: dict[str, str] = {
     "attention": "models._neural:AttentionCostModel",
     "bilstm_attention": "models._neural:BiLSTMAttentionCostModel",
     "metaschedule_xgb": "models._metaschedule:MetaScheduleXGBCostModel",
+    "residual": "models.transfer:ResidualCostModel",  # made by transfer, not searched
 }
 
 

@@ -22,7 +22,7 @@ import optuna
 
 from models.dataset import Dataset
 from models.evaluate import ranking_metrics
-from models.registry import KINDS, create_model
+from models.registry import create_model
 from tenforge.errors import TenforgeError
 
 FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")
@@ -43,7 +43,7 @@ class SearchSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "families", tuple(self.families))
-        unknown = [f for f in self.families if f not in KINDS]
+        unknown = [f for f in self.families if f not in (*FAMILIES, "metaschedule_xgb")]
         if unknown or not self.families:
             raise TenforgeError(f"unknown model family {', '.join(unknown) or '(none given)'}; "
                                 f"choose from {', '.join(FAMILIES)}")
