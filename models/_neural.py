@@ -127,7 +127,8 @@ class _Net(nn.Module):
         if head is None:
             return self.heads[0](pooled).squeeze(-1)
         every = torch.cat([h(pooled) for h in self.heads], dim=1)  # [B, heads]
-        return every.gather(1, head.unsqueeze(1)).squeeze(1)
+        own = every.gather(1, head.clamp(min=0).unsqueeze(1)).squeeze(1)
+        return torch.where(head >= 0, own, every.mean(1))
 
 
 def _padded(data: Dataset, index: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,14 +166,11 @@ class _NeuralCostModel(CostModel):
         self.net = _Net(self.kind, self.config, self.hw_dim, heads)
 
     def _head_index(self, data: Dataset, index: np.ndarray) -> torch.Tensor | None:
+        """Each row's head; -1 for a profile with no head of its own (zero-shot: the mean of
+        all heads' scores)."""
         if not self.config.head_per_hardware:
             return None
         names = self.net.head_names
-        missing = sorted(set(data.hardware_names[h] for h in np.unique(
-            data.candidate_hardware()[index])) - set(names))
-        if missing:
-            raise TenforgeError(f"this {self.kind} model has heads for {', '.join(names)}, not "
-                                f"for {', '.join(missing)}; transfer it with strategy multi_head")
         lookup = np.array([names.index(n) if n in names else -1 for n in data.hardware_names])
         return torch.from_numpy(lookup[data.candidate_hardware()[index]].astype(np.int64))
 

@@ -45,14 +45,18 @@ def measurement_summary(db: str) -> str:
 
 
 def model_leaderboard(db: str, limit: int = 20) -> str:
-    """Registered models, best held-out top-1 peak score first."""
+    """Registered models, best held-out top-1 peak score first (pre-trained ones, scored on
+    validation tasks only, last)."""
     with Store(db, read_only=True) as store:
         rows = store.query(
-            "SELECT model_id, kind, split_json->>'kind' AS split, train_rows, "
+            "SELECT model_id, kind, coalesce(parent_model_id, '') AS parent, "
+            "split_json->>'kind' AS split, train_rows, "
             "round(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), 4) AS test_peak1, "
             "round(TRY_CAST(metrics_json->>'pairwise' AS DOUBLE), 4) AS test_pairwise, "
-            "round(train_s, 1) AS train_s, study_name, trial_number, left(created_at::VARCHAR, 19) "
-            "FROM models ORDER BY test_peak1 DESC NULLS LAST LIMIT ?", [limit])
-    header = ["model", "kind", "split", "train rows", "test peak1", "test pairwise", "train s",
-              "study", "trial", "created"]
+            "round(train_s, 1) AS train_s, "
+            "coalesce(study_name || ' #' || trial_number, '') AS study, "
+            "left(created_at::VARCHAR, 19) FROM models "
+            "ORDER BY test_peak1 DESC NULLS LAST, created_at DESC LIMIT ?", [limit])
+    header = ["model", "kind", "parent", "split", "train rows", "test peak1", "test pairwise",
+              "train s", "study #trial", "created"]
     return format_table(header, rows) if rows else f"no registered models in {db}"

@@ -85,3 +85,21 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str, 
     return training.train_and_register(db, data_spec, split_spec, family, params, seed,
                                        study_name, trial_number, flow_run_id,
                                        log=get_run_logger().info)
+
+
+@task(name="pretrain", tags=["train"], task_run_name="pre-train on {hardware}")
+def pretrain(db: str, hardware: list[str], networks: list[str], family: str | None,
+             params: dict, from_model: str | None, seed: int, flow_run_id: str | None) -> dict:
+    from tasks import training
+
+    return training.pretrain(db, hardware, networks, family, params, from_model, seed,
+                             flow_run_id, log=get_run_logger().info)
+
+
+@task(name="transfer", tags=["train"], task_run_name="transfer to {hardware} ({strategy})")
+def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None, strategy: str,
+             networks: list[str], seed: int, flow_run_id: str | None) -> dict:
+    from tasks import training
+
+    return training.transfer(db, parent_model_id, hardware, samples, strategy, networks, seed,
+                             flow_run_id, log=get_run_logger().info)

@@ -84,6 +84,35 @@ def run_study(db: str, data_spec: dict, split_spec: dict, search_spec: dict,
             "valid_value": result.best_value, "trials": len(result.trials)}
 
 
+def register(db: str, model: Any, data: Dataset, data_s: DataSpec, split: dict | None,
+             train_rows: int, fingerprint: str, metrics: dict, train_s: float, seed: int,
+             flow_run_id: str | None, study_name: str | None = None,
+             trial_number: int | None = None, parent_model_id: str | None = None,
+             extra: dict | None = None) -> dict[str, Any]:
+    """Save `model` as a new artifact next to the store and record it in the models table."""
+    from tasks.tvm_env import tvm_version
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    model_id = f"{model.kind}-{stamp}-{uuid.uuid4().hex[:6]}"
+    lineage = {"data_spec": data_s.to_json(), "data_fingerprint": fingerprint, "split": split,
+               "seed": seed, "study": study_name, "trial": trial_number,
+               "parent_model_id": parent_model_id, "flow_run_id": flow_run_id,
+               "store": str(db), **(extra or {})}
+    path = model.save(artifact_dir(db) / model_id, lineage=lineage)
+    with Store(db) as store:
+        store.register_model({
+            "model_id": model_id, "kind": model.kind, "path": str(path),
+            "config_json": json.dumps(asdict(model.config), sort_keys=True),
+            "data_spec_json": json.dumps(data_s.to_json(), sort_keys=True),
+            "data_fingerprint": fingerprint,
+            "split_json": json.dumps(split, sort_keys=True) if split else None,
+            "train_rows": train_rows, "study_name": study_name, "trial_number": trial_number,
+            "parent_model_id": parent_model_id,
+            "metrics_json": json.dumps(_finite(metrics), sort_keys=True),
+            "train_s": train_s, "flow_run_id": flow_run_id, "tvm_version": tvm_version()})
+    return {"model_id": model_id, "path": str(path), "metrics": metrics, "train_s": train_s}
+
+
 def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
                        params: dict[str, Any], seed: int, study_name: str | None = None,
                        trial_number: int | None = None, flow_run_id: str | None = None,
@@ -92,34 +121,93 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     the test part, save it as an artifact and register it with its lineage."""
     from models.evaluate import evaluate, network_scores
     from models.registry import create_model
-    from tasks.tvm_env import tvm_version
 
     data, split, data_s, split_s = data_and_split(db, data_spec, split_spec)
     model = create_model(family, seed=seed, **params)
-    info = model.fit(data.subset(split.train), data.subset(split.valid))
+    train = data.subset(split.train)
+    info = model.fit(train, data.subset(split.valid))
     test = data.subset(split.test)
     metrics = evaluate(model, test)
     metrics["networks_top1"] = network_scores(test, model.predict(test), k=1)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    model_id = f"{family}-{stamp}-{uuid.uuid4().hex[:6]}"
-    lineage = {"data_spec": data_s.to_json(), "data_fingerprint": data.fingerprint(),
-               "split": asdict(split_s), "seed": seed, "study": study_name,
-               "trial": trial_number, "flow_run_id": flow_run_id, "store": str(db)}
-    path = model.save(artifact_dir(db) / model_id, lineage=lineage)
-    with Store(db) as store:
-        store.register_model({
-            "model_id": model_id, "kind": family, "path": str(path),
-            "config_json": json.dumps(asdict(model.config), sort_keys=True),
-            "data_spec_json": json.dumps(data_s.to_json(), sort_keys=True),
-            "data_fingerprint": data.fingerprint(),
-            "split_json": json.dumps(asdict(split_s), sort_keys=True),
-            "train_rows": int(split.train.size), "study_name": study_name,
-            "trial_number": trial_number, "parent_model_id": None,
-            "metrics_json": json.dumps(_finite(metrics), sort_keys=True),
-            "train_s": info["train_s"], "flow_run_id": flow_run_id, "tvm_version": tvm_version()})
-    log(f"registered {model_id} at {path}: test peak1 {metrics['peak1']:.4f}, "
+    out = register(db, model, data, data_s, asdict(split_s), len(train), train.fingerprint(),
+                   metrics, info["train_s"], seed, flow_run_id, study_name, trial_number)
+    log(f"registered {out['model_id']} at {out['path']}: test peak1 {metrics['peak1']:.4f}, "
         f"pairwise {metrics['pairwise']:.4f}")
-    return {"model_id": model_id, "path": str(path), "test": metrics, "train_s": info["train_s"]}
+    return {**out, "test": metrics}
+
+
+def model_config(db: str, model_id: str) -> tuple[str, dict[str, Any]]:
+    """(kind, config) of a registered model, e.g. the search winner to pre-train with."""
+    with Store(db, read_only=True) as store:
+        row = store.model_row(model_id)
+    config = json.loads(row["config_json"])
+    return row["kind"], config
+
+
+def pretrain(db: str, hardware: list[str], networks: list[str], family: str | None,
+             params: dict[str, Any], from_model: str | None, seed: int,
+             flow_run_id: str | None, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train on every measurement of the source profiles (15% of tasks held for early stopping
+    and the reported validation metrics) and register the model."""
+    from models.evaluate import evaluate
+    from models.registry import create_model
+
+    if from_model:
+        family, config = model_config(db, from_model)
+        params = {**config, **params}
+    params = {**params, "seed": seed}
+    data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks))
+    data = load_dataset(db, data_s)
+    split_s = SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0)
+    split = make_split(data, split_s)
+    model = create_model(family, **params)
+    train, valid = data.subset(split.train), data.subset(split.valid)
+    info = model.fit(train, valid if len(valid) else None)
+    metrics = {"valid": evaluate(model, valid) if len(valid) else {}}
+    out = register(db, model, data, data_s, asdict(split_s), len(train), train.fingerprint(),
+                   metrics, info["train_s"], seed, flow_run_id,
+                   extra={"pretrained_on": list(hardware), "config_from": from_model})
+    log(f"pre-trained {out['model_id']} on {', '.join(hardware)}: {len(train)} candidates, "
+        f"{info['train_s']:.1f} s")
+    return out
+
+
+def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
+             strategy: str, networks: list[str], seed: int, flow_run_id: str | None,
+             log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Fine-tune a registered model to `hardware` from `samples` target measurements (None =
+    all) drawn from the target's training tasks; score it on held-out target tasks; register
+    it as a child of the parent."""
+    import numpy as np
+
+    from models.evaluate import evaluate
+    from models.transfer import fine_tune
+
+    with Store(db, read_only=True) as store:
+        parent = store.model_row(parent_model_id)
+    data_s = DataSpec(hardware=(hardware,), networks=tuple(networks))
+    data = load_dataset(db, data_s)
+    split_s = SplitSpec(seed=seed, **TRANSFER_SPLIT)
+    split = make_split(data, split_s)
+    if split.test.size == 0:
+        raise TenforgeError(f"{hardware} has too few tasks to hold some out "
+                            f"({data.describe()['groups']}); collect more networks")
+    pool = split.train
+    if samples is not None and samples > pool.size:
+        raise TenforgeError(f"asked for {samples} target samples but {hardware} has only "
+                            f"{pool.size} measurements in its training tasks")
+    chosen = pool if samples is None else np.sort(
+        np.random.default_rng(seed).choice(pool, size=samples, replace=False))
+    train, test = data.subset(chosen), data.subset(split.test)
+    model, info = fine_tune(parent["path"], strategy, train, seed=seed)
+    metrics = evaluate(model, test)
+    out = register(db, model, data, data_s, {**asdict(split_s), "samples": len(chosen)},
+                   len(train), train.fingerprint(), metrics, info["train_s"], seed,
+                   flow_run_id, parent_model_id=parent_model_id,
+                   extra={"strategy": strategy, "target": hardware})
+    log(f"transferred {parent_model_id} -> {out['model_id']} ({strategy}, {len(chosen)} "
+        f"samples of {hardware}): test peak1 {metrics['peak1']:.4f}")
+    return out
 
 
 def _finite(value: Any) -> Any:
@@ -156,3 +244,77 @@ def validate_search(db: str, hardware: list[str] | None, networks: list[str] | N
                             "families, metric and epochs")
     return {"data_spec": data_spec.to_json(), "split_spec": asdict(split_spec),
             "search_spec": asdict(search_spec), "study": name}
+
+
+def validate_pretrain(db: str | None, hardware: list[str] | None, family: str,
+                      params: dict | None, from_model: str | None,
+                      networks: list[str] | None) -> dict[str, Any]:
+    """Check pretrain's parameters before any work; return them resolved."""
+    from models.registry import model_class
+    from tasks.collect import default_db, prepare_db_path
+
+    path = str(prepare_db_path(db or default_db()))
+    if not Path(path).exists():
+        raise TenforgeError(f"store {path} does not exist; load the seed first "
+                            "(`tenforge dataset load-seed --db ...`)")
+    if from_model:
+        family, _ = model_config(path, from_model)
+    cls = model_class(family)
+    cls(**{**(params or {})})  # unknown hyperparameters fail here, in one line
+    hardware = list(hardware or default_hardware(path))
+    load_dataset(path, DataSpec(hardware=tuple(hardware), networks=tuple(networks or ())))
+    return {"db": path, "hardware": hardware, "networks": list(networks or []),
+            "family": family, "params": dict(params or {}), "from_model": from_model}
+
+
+def check_strategy(parent_row: dict[str, Any], strategy: str) -> None:
+    """Refuse a strategy the parent's family cannot do, before loading anything heavy."""
+    from models.registry import model_class
+
+    cls = model_class(parent_row["kind"])
+    config = json.loads(parent_row["config_json"])
+    if strategy != "residual" and strategy not in cls.STRATEGIES:
+        raise TenforgeError(f"{parent_row['kind']} cannot be fine-tuned with strategy "
+                            f"{strategy!r} (it supports: {', '.join(cls.STRATEGIES) or 'none'}; "
+                            "any model supports residual)")
+    if strategy == "multi_head" and not config.get("head_per_hardware"):
+        raise TenforgeError(f"strategy multi_head needs a parent pre-trained with "
+                            f"head_per_hardware=true; {parent_row['model_id']} has one head "
+                            "(pretrain --params '{\"head_per_hardware\": true}')")
+
+
+TRANSFER_SPLIT = dict(kind="by_task", valid_fraction=0.0, test_fraction=0.3)
+
+
+def target_pool(data: Dataset, seed: int) -> "np.ndarray":
+    """Rows of the target's training tasks (fine-tuning samples come from here)."""
+    return make_split(data, SplitSpec(seed=seed, **TRANSFER_SPLIT)).train
+
+
+def validate_transfer(db: str | None, parent: str, hardware: str, samples: int | None,
+                      strategy: str, networks: list[str] | None, seed: int = 0
+                      ) -> dict[str, Any]:
+    from models.transfer import STRATEGIES
+    from tasks.collect import default_db, prepare_db_path
+    from tasks.hardware import resolve_profile
+
+    path = str(prepare_db_path(db or default_db()))
+    if not Path(path).exists():
+        raise TenforgeError(f"store {path} does not exist")
+    if strategy not in STRATEGIES:
+        raise TenforgeError(f"unknown transfer strategy {strategy!r}; choose one of "
+                            f"{', '.join(STRATEGIES)}")
+    if samples is not None and samples < 1:
+        raise TenforgeError(f"samples must be a positive number (or omitted for all), got "
+                            f"{samples}")
+    with Store(path, read_only=True) as store:
+        row = store.model_row(parent)  # an unknown parent fails here
+    check_strategy(row, strategy)
+    name = resolve_profile(hardware).name if hardware == "local" else hardware
+    data = load_dataset(path, DataSpec(hardware=(name,), networks=tuple(networks or ())))
+    pool = target_pool(data, seed)
+    if samples is not None and samples > pool.size:
+        raise TenforgeError(f"asked for {samples} target samples but {name} has only "
+                            f"{pool.size} measurements in its training tasks")
+    return {"db": path, "parent": parent, "hardware": name, "samples": samples,
+            "strategy": strategy, "networks": list(networks or [])}

@@ -211,6 +211,43 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(value: str) -> dict:
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {value!r} ({exc.msg})")
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"hidden\": 64}}', "
+                                         f"got {value!r}")
+    return parsed
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from tasks.training import validate_pretrain
+
+    validate_pretrain(args.db, args.hardware, args.family, args.params, args.from_model,
+                      args.networks)
+    from flows.transfer import pretrain
+
+    pretrain(hardware=args.hardware, family=args.family, params=args.params,
+             from_model=args.from_model, networks=args.networks, seed=args.seed, db=args.db)
+    return 0
+
+
+def cmd_transfer(args: argparse.Namespace) -> int:
+    from tasks.training import validate_transfer
+
+    validate_transfer(args.db, args.parent, args.hardware, args.samples, args.strategy,
+                      args.networks, args.seed)
+    from flows.transfer import transfer
+
+    transfer(parent=args.parent, hardware=args.hardware, samples=args.samples,
+             strategy=args.strategy, networks=args.networks, seed=args.seed, db=args.db)
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from storage.reports import model_leaderboard
 
@@ -303,6 +340,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", default=None, help="study name (a re-run continues it)")
     db_option(p)
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("pretrain", help="train one model across source hardware profiles")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated source profiles (default: all in the store)")
+    p.add_argument("--family", default="mlp", help="model family (see `tenforge search -h`)")
+    p.add_argument("--params", type=_json_object, default=None,
+                   help="hyperparameters as JSON, e.g. '{\"hidden\": 64}'")
+    p.add_argument("--from-model", default=None,
+                   help="reuse a registered model's kind and configuration (the search winner)")
+    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=cmd_pretrain)
+
+    p = sub.add_parser("transfer", help="fine-tune a registered model to a target profile")
+    p.add_argument("parent", help="model id of the pre-trained model (`tenforge models`)")
+    p.add_argument("--hardware", default="local", help="target profile")
+    p.add_argument("--samples", type=_positive, default=200,
+                   help="target measurements to fine-tune on")
+    p.add_argument("--all-samples", dest="samples", action="store_const", const=None,
+                   help="fine-tune on every target measurement of the training tasks")
+    p.add_argument("--strategy", default="full",
+                   choices=["full", "head", "residual", "multi_head"])
+    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=cmd_transfer)
 
     p = sub.add_parser("models", help="registered cost models and their held-out metrics")
     db_option(p)

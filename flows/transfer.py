@@ -1,0 +1,81 @@
+"""The `pretrain` and `transfer` flows: learn on the hardware you have data for, then adapt to a
+new profile from a few of its measurements (Verma et al.; TenSet's fine-tune modes; MTL-TLP)."""
+
+from __future__ import annotations
+
+import uuid
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from tasks import prefect_tasks as t
+
+
+def _run_id() -> str:
+    return flow_run.id or str(uuid.uuid4())
+
+
+@flow(name="pretrain", log_prints=True)
+def pretrain(hardware: list[str] | None = None, family: str = "mlp",
+             params: dict | None = None, from_model: str | None = None,
+             networks: list[str] | None = None, seed: int = 0, db: str | None = None) -> dict:
+    """Train one model across source profiles (hardware features as inputs) and register it.
+
+    Args:
+        hardware: source profiles (default: every profile in the store).
+        family: model family (ignored when from_model is given).
+        params: hyperparameters (override from_model's).
+        from_model: a registered model id whose kind and configuration to reuse (e.g. the
+            search winner).
+        networks: only these networks' tasks (default: all).
+        seed: seeds the validation split and the model.
+        db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
+    """
+    from tasks.training import validate_pretrain
+
+    spec = validate_pretrain(db, hardware, family, params, from_model, networks)
+    run_id = _run_id()
+    t.record_run(spec["db"], run_id, "pretrain", spec, ",".join(spec["hardware"]), "running")
+    try:
+        out = t.pretrain(spec["db"], spec["hardware"], spec["networks"], spec["family"],
+                         spec["params"], from_model, seed, run_id)
+    except BaseException as exc:
+        t.record_run(spec["db"], run_id, "pretrain", spec, None, "failed",
+                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
+        raise
+    t.record_run(spec["db"], run_id, "pretrain", spec, None, "completed", out)
+    print(f"pretrain done: {out['model_id']}")
+    return out
+
+
+@flow(name="transfer", log_prints=True)
+def transfer(parent: str, hardware: str = "local", samples: int | None = 200,
+             strategy: str = "full", networks: list[str] | None = None, seed: int = 0,
+             db: str | None = None) -> dict:
+    """Fine-tune registered model `parent` to `hardware` from `samples` of its measurements;
+    score it on held-out tasks of that profile and register it as the parent's child.
+
+    Args:
+        parent: model id of the pre-trained model (`tenforge models`).
+        hardware: the target profile; 'local' = this CPU.
+        samples: target measurements to fine-tune on (None = all of the training tasks').
+        strategy: full, head, residual or multi_head.
+        networks: only these networks' tasks (default: all).
+        seed: seeds the target split, the sample and the new weights.
+        db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
+    """
+    from tasks.training import validate_transfer
+
+    spec = validate_transfer(db, parent, hardware, samples, strategy, networks, seed)
+    run_id = _run_id()
+    t.record_run(spec["db"], run_id, "transfer", spec, spec["hardware"], "running")
+    try:
+        out = t.transfer(spec["db"], parent, spec["hardware"], samples, strategy,
+                         spec["networks"], seed, run_id)
+    except BaseException as exc:
+        t.record_run(spec["db"], run_id, "transfer", spec, None, "failed",
+                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
+        raise
+    t.record_run(spec["db"], run_id, "transfer", spec, None, "completed", out)
+    print(f"transfer done: {out['model_id']} (parent {parent})")
+    return out
