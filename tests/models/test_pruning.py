@@ -1,0 +1,34 @@
+"""Pruning keeps the important tasks' useful candidates, up to the asked fraction."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from models.pruning import PruneSpec, prune, task_importance
+from tenforge.errors import TenforgeError
+
+from tests.models.synthetic import synthetic_dataset
+
+
+def test_prune_drops_invalid_and_hopeless_and_keeps_important_tasks():
+    data = synthetic_dataset(n_groups=6, per_group=20)
+    flops = np.array([1e9, 1e6, 5e8, 1e3, 2e9, 1e7])
+    data = replace(data, group_flops=flops)
+    kept = prune(data, PruneSpec(keep_fraction=0.5, hopeless_below=0.05))
+    assert np.isfinite(data.latency[kept]).all() and (data.label[kept] >= 0.05).all()
+    groups = set(data.group[kept].tolist())
+    ranked = list(np.argsort(-task_importance(data)))
+    assert groups == set(ranked[:len(groups)])  # the most important tasks, in order
+    assert 0.4 * len(data) <= kept.size <= 0.75 * len(data)
+    assert prune(data, PruneSpec(keep_fraction=1.0, hopeless_below=0.0)).size == \
+        np.isfinite(data.latency).sum()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"keep_fraction": 0}, "keep_fraction must be in"),
+    ({"hopeless_below": 1.5}, "hopeless_below must be in"),
+])
+def test_bad_prune_specs(kwargs, message):
+    with pytest.raises(TenforgeError, match=message):
+        PruneSpec(**kwargs)
