@@ -1,6 +1,8 @@
 """The `pipeline` flow: the main job on embedded defaults (local CPU, a DuckDB file, Prefect's
 ephemeral API): load the shipped seed dataset into an empty store, collect on two small networks,
-run a small cost-model search on everything the store holds, then show what is there."""
+run a small cost-model search on everything the store holds, pre-train the winner's
+configuration on the seed's profiles and fine-tune it to the local one, then show what is
+there."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from prefect import flow
 
 from flows.collect import collect
 from flows.search import search
+from flows.transfer import pretrain, transfer
 from tasks.prefect_tasks import load_seed_if_empty
 from tasks.collect import default_db, prepare_db_path
 from storage.reports import measurement_summary, model_leaderboard
@@ -35,6 +38,23 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
                       candidates_per_task=candidates_per_task, seed=seed, db=db_path)
     found = search(families=["xgb", "mlp"], trials=search_trials,
                    time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=db_path)
+    adapted = _pretrain_and_transfer(db_path, hardware, found["model_id"], seed)
     print(measurement_summary(db_path))
     print(model_leaderboard(db_path))
-    return {**summary, "seed": seeded, "search": found}
+    return {**summary, "seed": seeded, "search": found, "transfer": adapted}
+
+
+def _pretrain_and_transfer(db: str, hardware: str, winner: str, seed: int) -> dict | None:
+    """Pre-train the search winner's configuration on every other profile (the seed's) and
+    fine-tune it to `hardware` on all of its measurements."""
+    from tasks.hardware import resolve_profile
+    from tasks.training import default_hardware
+
+    local = resolve_profile(hardware).name
+    sources = [h for h in default_hardware(db) if h != local]
+    if not sources:
+        print("no other profile's data in the store: skipping pretrain -> transfer")
+        return None
+    parent = pretrain(hardware=sources, from_model=winner, seed=seed, db=db)
+    return transfer(parent=parent["model_id"], hardware=local, samples=None, strategy="full",
+                    seed=seed, db=db)

@@ -49,14 +49,15 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
 
 
 @flow(name="transfer", log_prints=True)
-def transfer(parent: str, hardware: str = "local", samples: int | None = 200,
+def transfer(parent: str | None = None, hardware: str = "local", samples: int | None = 200,
              strategy: str = "full", networks: list[str] | None = None, seed: int = 0,
              db: str | None = None) -> dict:
     """Fine-tune registered model `parent` to `hardware` from `samples` of its measurements;
     score it on held-out tasks of that profile and register it as the parent's child.
 
     Args:
-        parent: model id of the pre-trained model (`tenforge models`).
+        parent: model id of the pre-trained model (`tenforge models`); default: the newest
+            model a pretrain run registered.
         hardware: the target profile; 'local' = this CPU.
         samples: target measurements to fine-tune on (None = all of the training tasks').
         strategy: full, head, residual or multi_head.
@@ -70,12 +71,12 @@ def transfer(parent: str, hardware: str = "local", samples: int | None = 200,
     run_id = _run_id()
     t.record_run(spec["db"], run_id, "transfer", spec, spec["hardware"], "running")
     try:
-        out = t.transfer(spec["db"], parent, spec["hardware"], samples, strategy,
+        out = t.transfer(spec["db"], spec["parent"], spec["hardware"], samples, strategy,
                          spec["networks"], seed, run_id)
     except BaseException as exc:
         t.record_run(spec["db"], run_id, "transfer", spec, None, "failed",
                      {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
         raise
     t.record_run(spec["db"], run_id, "transfer", spec, None, "completed", out)
-    print(f"transfer done: {out['model_id']} (parent {parent})")
+    print(f"transfer done: {out['model_id']} (parent {spec['parent']})")
     return out

@@ -107,9 +107,18 @@ def _with_labels(data: Dataset, labels: np.ndarray) -> Dataset:
     return replace(data, label=labels.astype(np.float32))
 
 
+def uses_hw_features(model: CostModel) -> bool:
+    return bool(getattr(model.config, "hardware_features", False))
+
+
 def check_transferable(parent: CostModel, target: Dataset) -> None:
     """Refuse a target whose hardware feature vector the parent was not built for."""
     hw_dim = getattr(parent, "hw_dim", None)
+    booster = getattr(parent, "booster", None)
+    if hw_dim is None and booster is not None and uses_hw_features(parent):
+        total = booster.num_features() if hasattr(booster, "num_features") else \
+            booster.num_feature()
+        hw_dim = total - target.store_features.shape[1]
     uses_hw = getattr(parent.config, "hardware_features", False)
     if uses_hw and hw_dim not in (None, 0) and target.hardware_features.shape[1] != hw_dim:
         raise TenforgeError(f"the parent {parent.kind} model was built for {hw_dim} hardware "

@@ -291,7 +291,7 @@ def target_pool(data: Dataset, seed: int) -> "np.ndarray":
     return make_split(data, SplitSpec(seed=seed, **TRANSFER_SPLIT)).train
 
 
-def validate_transfer(db: str | None, parent: str, hardware: str, samples: int | None,
+def validate_transfer(db: str | None, parent: str | None, hardware: str, samples: int | None,
                       strategy: str, networks: list[str] | None, seed: int = 0
                       ) -> dict[str, Any]:
     from models.transfer import STRATEGIES
@@ -308,6 +308,13 @@ def validate_transfer(db: str | None, parent: str, hardware: str, samples: int |
         raise TenforgeError(f"samples must be a positive number (or omitted for all), got "
                             f"{samples}")
     with Store(path, read_only=True) as store:
+        if parent is None:  # the newest pre-trained model (scheduled transfers use this)
+            parent = store.scalar("SELECT m.model_id FROM models m JOIN runs r ON r.run_id = "
+                                  "m.flow_run_id WHERE r.flow = 'pretrain' ORDER BY "
+                                  "m.created_at DESC LIMIT 1")
+            if parent is None:
+                raise TenforgeError(f"no pre-trained model in {path}; run `tenforge pretrain` "
+                                    "first or name a parent model")
         row = store.model_row(parent)  # an unknown parent fails here
     check_strategy(row, strategy)
     name = resolve_profile(hardware).name if hardware == "local" else hardware

@@ -355,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_pretrain)
 
     p = sub.add_parser("transfer", help="fine-tune a registered model to a target profile")
-    p.add_argument("parent", help="model id of the pre-trained model (`tenforge models`)")
+    p.add_argument("parent", nargs="?", default=None,
+                   help="model id of the pre-trained model (default: the newest pre-trained)")
     p.add_argument("--hardware", default="local", help="target profile")
     p.add_argument("--samples", type=_positive, default=200,
                    help="target measurements to fine-tune on")

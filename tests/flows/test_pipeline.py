@@ -19,10 +19,13 @@ def test_pipeline_on_a_fresh_store(db):
         assert seeded == len(find_shards(SEED_DIR))
         flows = dict(store.query("SELECT flow, count(*) FROM runs WHERE status = 'completed' "
                                  "AND NOT summary_json LIKE '%loaded_from_seed_shard%' GROUP BY 1"))
-        assert flows == {"collect": 1, "search": 1}
+        assert flows == {"collect": 1, "search": 1, "pretrain": 1, "transfer": 1}
         local = store.scalar("SELECT count(*) FROM v_measurements WHERE hardware NOT IN "
                              "(SELECT DISTINCT hardware FROM runs WHERE summary_json LIKE "
                              "'%loaded_from_seed%')")
         assert local > 0
-        assert store.scalar("SELECT count(*) FROM models") == 1
+        kinds = store.query("SELECT model_id, parent_model_id, train_rows FROM models ORDER BY "
+                            "created_at")
+        assert len(kinds) == 3  # search winner, pre-trained on the seed, fine-tuned to local
+        assert kinds[2][1] == kinds[1][0]
     assert "fastest_us" in out and "test peak1" in out  # the two summary tables

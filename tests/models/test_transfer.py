@@ -77,10 +77,11 @@ def test_impossible_transfers_are_refused(parents, parent, strategy, message):
         fine_tune(parents[parent], strategy, TARGET)
 
 
-def test_target_with_other_hardware_features_is_refused(parents):
+@pytest.mark.parametrize("parent", ["mlp", "xgb", "lgbm"])
+def test_target_with_other_hardware_features_is_refused(parents, parent):
     other = replace(TARGET, hardware_features=np.ones((2, 7), np.float32))
     with pytest.raises(TenforgeError, match="built for 19 hardware features; profile .* has 7"):
-        fine_tune(parents["mlp"], "full", other)
+        fine_tune(parents[parent], "full", other)
 
 
 def test_untrained_parent_is_refused(tmp_path):
