@@ -35,6 +35,9 @@ class DataSpec:
     hardware: tuple[str, ...]
     networks: tuple[str, ...] = ()
     extractor: str = "per_store_feature_v1"
+    # A task with one candidate (elementwise ops often have a one-schedule design space) has
+    # nothing to rank: it would add label-1 rows to training and pairwise 0.5 to every metric.
+    min_candidates: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hardware", tuple(self.hardware))
@@ -179,7 +182,7 @@ def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple]) -> Dat
     # Label within a group; a group with no successful candidate teaches nothing: drop it.
     best = np.full(group_keys.size, np.inf)
     np.minimum.at(best, group, latency)
-    keep = np.isfinite(best[group])
+    keep = np.isfinite(best[group]) & (np.bincount(group)[group] >= spec.min_candidates)
     label = np.where(np.isfinite(latency), best[group] / latency, 0.0).astype(np.float32)
 
     values = table.column("values").combine_chunks()

@@ -27,6 +27,7 @@ def test_dataset_from_the_store(seed_data, seed_store):
     for g in np.unique(data.group):  # the best candidate of every task has label 1
         assert data.label[data.group == g].max() == pytest.approx(1.0)
     assert (data.label[~np.isfinite(data.latency)] == 0).all()
+    assert np.bincount(data.group)[np.unique(data.group)].min() >= 2  # nothing to rank in 1
     assert data.store_offsets[-1] == data.store_features.shape[0]
     assert data.pack_sum().shape == (len(data), 164)
     assert load_dataset(seed_store, data.spec).fingerprint() == data.fingerprint()
