@@ -215,3 +215,33 @@ def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
     for workload, network, weight in links:
         out.setdefault(workload, {})[network] = int(weight)
     return out
+
+
+def dataset_from_features(features: list[np.ndarray], hardware_name: str,
+                          hardware_vector: np.ndarray, latency: np.ndarray | None = None,
+                          groups: np.ndarray | None = None, workload: str = "adhoc"
+                          ) -> Dataset:
+    """A Dataset for candidates that are not in a store (MetaSchedule's search asks about
+    schedules it just made): per-candidate (n_stores x 164) features on one hardware profile.
+    `latency` (seconds, inf = failed) gives labels within each of `groups` (default: one)."""
+    n = len(features)
+    sizes = np.array([len(f) for f in features], np.int64)
+    rows = (np.concatenate([np.asarray(f, np.float32).reshape(-1, FEATURE_DIM)
+                            for f in features]) if n and sizes.sum()
+            else np.zeros((0, FEATURE_DIM), np.float32))
+    group = np.zeros(n, np.int32) if groups is None else np.asarray(groups, np.int32)
+    lat = np.full(n, np.inf) if latency is None else np.asarray(latency, np.float64)
+    n_groups = int(group.max()) + 1 if n else 1
+    best = np.full(n_groups, np.inf)
+    np.minimum.at(best, group, lat)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        label = np.where(np.isfinite(lat), best[group] / lat, 0.0).astype(np.float32)
+    return Dataset(
+        spec=DataSpec(hardware=(hardware_name,)), candidate_id=np.arange(n, dtype=np.int64),
+        group=group, latency=lat, label=label,
+        store_offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        store_features=rows, group_hardware=np.zeros(n_groups, np.int32),
+        group_workload=np.array([f"{workload}-{g}" for g in range(n_groups)]),
+        group_task_name=np.array([f"{workload}-{g}" for g in range(n_groups)]),
+        group_flops=np.zeros(n_groups), hardware_names=(hardware_name,),
+        hardware_features=np.asarray(hardware_vector, np.float32).reshape(1, -1))

@@ -11,6 +11,7 @@ import pytest
 
 from models.dataset import DataSpec, load_dataset
 from models.registry import load_model
+from models.splits import SplitSpec, make_split
 from storage.store import Store
 
 from tests.conftest import run_cli
@@ -33,9 +34,9 @@ def test_search_registers_the_best_model_and_resumes(store):
         trials = s.query("SELECT trial_number, state, family FROM search_trials ORDER BY 1")
         assert [t[0] for t in trials] == [0, 1, 2]
         assert {t[2] for t in trials} <= {"xgb", "mlp"}
-        (model_id, kind, path, spec, metrics, study, trial), = s.query(
+        (model_id, kind, path, spec, metrics, study, trial, split), = s.query(
             "SELECT model_id, kind, path, data_spec_json, metrics_json, study_name, "
-            "trial_number FROM models")
+            "trial_number, split_json FROM models")
         assert s.scalar("SELECT status FROM runs WHERE flow = 'search'") == "completed"
     assert kind in ("xgb", "mlp") and study.endswith("by_task.seed1") and trial in (0, 1, 2)
     test = json.loads(metrics)
@@ -44,7 +45,8 @@ def test_search_registers_the_best_model_and_resumes(store):
     data = load_dataset(store, DataSpec.from_json(json.loads(spec)))
     assert np.isfinite(model.predict(data)).all()
     lineage = json.loads((Path(path) / "model.json").read_text())["lineage"]
-    assert lineage["study"] == study and lineage["data_fingerprint"] == data.fingerprint()
+    train = data.subset(make_split(data, SplitSpec(**json.loads(split))).train)
+    assert lineage["study"] == study and lineage["data_fingerprint"] == train.fingerprint()
 
     again = run_cli("search", *ARGS, "--trials", "4", "--db", store)  # continues: one more
     assert again.returncode == 0, again.stderr[-3000:]

@@ -1,0 +1,119 @@
+"""A tenforge CostModel driving MetaSchedule's search, as a `PyCostModel`.
+
+MetaSchedule asks `predict(context, candidates)` to rank the schedules its evolutionary search
+made, and calls `update(context, candidates, results)` with measured ones. The adapter extracts
+the same per-store features tenforge trains on (PerStoreFeature, 164-d, no workload part), scores
+them with the model (higher = faster, as MetaSchedule expects), and on updates collects the new
+measurements per task; every `refit_every` new ones it fine-tunes a copy of the loaded model on
+everything seen so far (strategy `full` where the family supports it, else `residual`), so
+the search learns the target as it goes. The loaded artifact is never modified.
+
+    from models.ms_adapter import learned_cost_model
+    cost_model = learned_cost_model("data/models/<id>", profile)
+    ms.tune_tir(mod, target, work_dir, max_trials_global=64, cost_model=cost_model)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.base import CostModel
+from models.dataset import dataset_from_features
+from models.registry import load_model
+
+
+class LearnedCostModel:
+    """The logic, free of TVM types: features in, scores out; measurements folded in."""
+
+    def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
+                 refit_every: int = 64, strategy: str | None = None):
+        self.base = model
+        self.model = model
+        self.hardware_name = hardware_name
+        self.hardware_vector = np.asarray(hardware_vector, np.float32)
+        self.refit_every = refit_every
+        self.strategy = strategy or ("full" if "full" in model.STRATEGIES else "residual")
+        self.seen: dict[str, tuple[list[np.ndarray], list[float]]] = {}
+        self.unfit = 0
+        self.refits = 0
+        self.predictions = 0
+
+    def predict(self, features: list[np.ndarray]) -> np.ndarray:
+        self.predictions += len(features)
+        if not features:
+            return np.zeros(0)
+        data = dataset_from_features(features, self.hardware_name, self.hardware_vector)
+        return self.model.predict(data)
+
+    def update(self, task: str, features: list[np.ndarray], latencies: list[float]) -> None:
+        feats, lats = self.seen.setdefault(task, ([], []))
+        feats.extend(features)
+        lats.extend(latencies)
+        self.unfit += len(features)
+        if self.unfit >= self.refit_every:
+            self.refit()
+
+    def refit(self) -> None:
+        """Fine-tune a fresh copy of the base model on every measurement seen so far."""
+        import tempfile
+
+        from models.transfer import fine_tune
+
+        features, latencies, groups = [], [], []
+        for g, (feats, lats) in enumerate(self.seen.values()):
+            features += feats
+            latencies += lats
+            groups += [g] * len(feats)
+        data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
+                                     np.array(latencies), np.array(groups))
+        if not np.isfinite(data.latency).any():
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            self.base.save(Path(tmp) / "base")  # fine_tune works on a fresh copy of it
+            self.model, _ = fine_tune(Path(tmp) / "base", self.strategy, data)
+        self.unfit = 0
+        self.refits += 1
+
+
+def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 64,
+                       strategy: str | None = None):
+    """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
+    hardware profile `profile` (its name and feature vector go with every candidate)."""
+    from tasks.tvm_env import load_tvm
+
+    load_tvm(profile.target)
+    from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+    from tvm.s_tir.meta_schedule.feature_extractor import PerStoreFeature
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    logic = LearnedCostModel(load_model(model_path), profile.name,
+                             np.array(profile.feature_vector(), np.float32), refit_every,
+                             strategy)
+    extractor = PerStoreFeature(extract_workload=False)
+
+    def features(context, candidates) -> list[np.ndarray]:
+        return [f.numpy().astype(np.float32) for f in extractor.extract_from(context, candidates)]
+
+    @derived_object
+    class TenforgeCostModel(PyCostModel):
+        def load(self, path: str) -> None:  # the model is loaded from its artifact already
+            pass
+
+        def save(self, path: str) -> None:  # artifacts are written by tenforge, not here
+            pass
+
+        def update(self, context, candidates, results) -> None:
+            lat = [float(np.mean([float(s) for s in r.run_secs])) if r.run_secs and
+                   r.error_msg is None else float("inf") for r in results]
+            logic.update(shash2hex(context.mod), features(context, candidates), lat)
+
+        def predict(self, context, candidates) -> np.ndarray:
+            return logic.predict(features(context, candidates)).astype("float64")
+
+    cost_model = TenforgeCostModel()
+    cost_model.logic = logic  # what it did (predictions, refits) stays inspectable
+    return cost_model

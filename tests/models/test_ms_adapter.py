@@ -1,0 +1,54 @@
+"""A tenforge model as MetaSchedule's cost model: the logic on synthetic features, and a real
+tune_tir run driven by a model trained on the seed."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from models.dataset import DataSpec, load_dataset
+from models.ms_adapter import LearnedCostModel
+from models.registry import create_model
+
+from tests.conftest import ROOT
+from tests.models.synthetic import synthetic_dataset
+
+DATA = synthetic_dataset()
+
+
+def _features(data, index):
+    return [data.candidate_features(i) for i in index]
+
+
+def test_predict_and_refit_on_updates():
+    model = create_model("xgb", n_estimators=30)
+    model.fit(DATA)
+    logic = LearnedCostModel(model, "hw-a", DATA.hardware_features[0], refit_every=20)
+    before = logic.predict(_features(DATA, range(40)))
+    assert before.shape == (40,) and np.isfinite(before).all()
+    logic.update("task-1", _features(DATA, range(10)), list(DATA.latency[:10]))
+    assert logic.refits == 0  # not enough new measurements yet
+    logic.update("task-2", _features(DATA, range(24, 44)), list(DATA.latency[24:44]))
+    assert logic.refits == 1 and logic.unfit == 0
+    assert logic.model is not model  # the loaded model itself is never changed
+    np.testing.assert_array_equal(model.predict(DATA.subset(np.arange(40))), before)
+    assert not np.allclose(logic.predict(_features(DATA, range(40))), before)
+    assert logic.predict([]).shape == (0,)
+
+
+@pytest.mark.slow
+def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
+    hardware = ("cpu-znver3-sse42-1t",)
+    model = create_model("xgb", n_estimators=50)
+    model.fit(load_dataset(seed_store, DataSpec(hardware=hardware)))
+    model.save(tmp_path / "model")
+    result = subprocess.run([sys.executable, str(ROOT / "tests/models/tune_with_learned_model.py"),
+                             str(tmp_path / "work"), str(tmp_path / "model"), "8", "4"],
+                            capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    done = json.loads(result.stdout.strip().splitlines()[-1])
+    assert done["records"] == 8          # every trial measured and recorded
+    assert done["predictions"] >= 8      # the search ranked its candidates with our model
+    assert done["refits"] >= 1            # and folded the measurements in
