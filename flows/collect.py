@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-
 from prefect import flow
-from prefect.runtime import flow_run
 
+from flows._runs import current_run_id, recorded_run
 from tasks import collect as steps
 from tasks import prefect_tasks as t
 
@@ -32,12 +30,11 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
     profile = steps.validate_collect(hardware, networks, candidates_per_task, batch_size,
                                      measure_batch)
     db_path = str(steps.prepare_db_path(db or steps.default_db()))
-    run_id = flow_run.id or str(uuid.uuid4())
+    run_id = current_run_id()
     params = {"hardware": profile.name, "networks": list(networks),
               "candidates_per_task": candidates_per_task, "seed": seed,
               "batch_size": batch_size, "measure_batch": measure_batch}
-    t.record_run(db_path, run_id, "collect", params, profile.name, "running")
-    try:
+    with recorded_run(db_path, run_id, "collect", params, profile.name) as summary:
         task_ids: list[int] = []
         for network in networks:
             task_ids += t.import_network(db_path, profile.name, network, batch_size)
@@ -46,12 +43,7 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         new = sum(t.sample_candidates(db_path, profile.name, task_id, candidates_per_task,
                                       seed)["new"] for task_id in task_ids)
         measured = t.measure_candidates(db_path, profile.name, task_ids, measure_batch, run_id)
-    except BaseException as exc:
-        t.record_run(db_path, run_id, "collect", params, profile.name, "failed",
-                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
-        raise
-    summary = {"db": db_path, "hardware": profile.name, "tasks": len(task_ids),
-               "new_candidates": new, **measured}
-    t.record_run(db_path, run_id, "collect", params, profile.name, "completed", summary)
+        summary.update({"db": db_path, "hardware": profile.name, "tasks": len(task_ids),
+                        "new_candidates": new, **measured})
     print(f"collect done: {summary}")
     return summary

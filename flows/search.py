@@ -3,11 +3,9 @@ measurements, scored on a held-out split; the winner is retrained, tested and re
 
 from __future__ import annotations
 
-import uuid
-
 from prefect import flow
-from prefect.runtime import flow_run
 
+from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
 
 
@@ -39,27 +37,23 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
     from tasks.training import validate_search
 
     db_path = str(prepare_db_path(db or default_db()))
-    run_id = flow_run.id or str(uuid.uuid4())
+    run_id = current_run_id()
     specs = validate_search(db_path, hardware, networks, split, holdout, families, trials,
                             time_budget_s, metric, multi_objective, seed, max_epochs, study)
     data_spec, split_spec, search_spec = specs["data_spec"], specs["split_spec"], \
         specs["search_spec"]
     study = specs["study"]
     params = {"data": data_spec, "split": split_spec, "search": search_spec, "study": study}
-    t.record_run(db_path, run_id, "search", params, ",".join(data_spec["hardware"]), "running")
-    try:
+    with recorded_run(db_path, run_id, "search", params,
+                      ",".join(data_spec["hardware"])) as summary:
         best = t.search_models(db_path, data_spec, split_spec, search_spec, study, run_id)
         model = t.train_and_register(db_path, data_spec, split_spec, best["family"],
                                      best["params"], seed, best["study_name"],
                                      best["best_trial"], run_id)
-    except BaseException as exc:
-        t.record_run(db_path, run_id, "search", params, None, "failed",
-                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
-        raise
-    summary = {"study": best["study_name"], "trials": best["trials"], "family": best["family"],
-               "valid_" + metric: best["valid_value"], "model_id": model["model_id"],
-               "model_path": model["path"], "test": model["test"]}
-    t.record_run(db_path, run_id, "search", params, None, "completed", summary)
+        summary.update({"study": best["study_name"], "trials": best["trials"],
+                        "family": best["family"], "valid_" + metric: best["valid_value"],
+                        "model_id": model["model_id"], "model_path": model["path"],
+                        "test": model["test"]})
     print(f"search done: best {best['family']} (trial {best['best_trial']}), registered "
           f"{model['model_id']}")
     return summary

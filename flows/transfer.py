@@ -3,16 +3,10 @@ new profile from a few of its measurements (Verma et al.; TenSet's fine-tune mod
 
 from __future__ import annotations
 
-import uuid
-
 from prefect import flow
-from prefect.runtime import flow_run
 
+from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
-
-
-def _run_id() -> str:
-    return flow_run.id or str(uuid.uuid4())
 
 
 @flow(name="pretrain", log_prints=True)
@@ -34,16 +28,10 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
     from tasks.training import validate_pretrain
 
     spec = validate_pretrain(db, hardware, family, params, from_model, networks)
-    run_id = _run_id()
-    t.record_run(spec["db"], run_id, "pretrain", spec, ",".join(spec["hardware"]), "running")
-    try:
-        out = t.pretrain(spec["db"], spec["hardware"], spec["networks"], spec["family"],
-                         spec["params"], from_model, seed, run_id)
-    except BaseException as exc:
-        t.record_run(spec["db"], run_id, "pretrain", spec, None, "failed",
-                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
-        raise
-    t.record_run(spec["db"], run_id, "pretrain", spec, None, "completed", out)
+    run_id = current_run_id()
+    with recorded_run(spec["db"], run_id, "pretrain", spec, ",".join(spec["hardware"])) as out:
+        out.update(t.pretrain(spec["db"], spec["hardware"], spec["networks"], spec["family"],
+                              spec["params"], from_model, seed, run_id))
     print(f"pretrain done: {out['model_id']}")
     return out
 
@@ -68,15 +56,9 @@ def transfer(parent: str | None = None, hardware: str = "local", samples: int | 
     from tasks.training import validate_transfer
 
     spec = validate_transfer(db, parent, hardware, samples, strategy, networks, seed)
-    run_id = _run_id()
-    t.record_run(spec["db"], run_id, "transfer", spec, spec["hardware"], "running")
-    try:
-        out = t.transfer(spec["db"], spec["parent"], spec["hardware"], samples, strategy,
-                         spec["networks"], seed, run_id)
-    except BaseException as exc:
-        t.record_run(spec["db"], run_id, "transfer", spec, None, "failed",
-                     {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
-        raise
-    t.record_run(spec["db"], run_id, "transfer", spec, None, "completed", out)
+    run_id = current_run_id()
+    with recorded_run(spec["db"], run_id, "transfer", spec, spec["hardware"]) as out:
+        out.update(t.transfer(spec["db"], spec["parent"], spec["hardware"], samples, strategy,
+                              spec["networks"], seed, run_id))
     print(f"transfer done: {out['model_id']} (parent {spec['parent']})")
     return out

@@ -38,10 +38,28 @@ def _group_sorted(data: Dataset) -> np.ndarray:
     return np.argsort(data.group, kind="stable")
 
 
-class XGBCostModel(CostModel):
-    kind = "xgb"
+class _BoostedCostModel(CostModel):
+    """What XGBoost and LightGBM share: fitting is boosting from nothing; fine-tuning ("full"
+    for trees) keeps every tree and boosts a quarter as many rounds more on the target data."""
+
     config_class = TreeConfig
     STRATEGIES = ("full",)
+
+    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        return self._boost(train, valid, report, self.config.n_estimators, None)
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
+                           self.booster)
+
+    def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
+               start) -> dict:
+        raise NotImplementedError
+
+
+class XGBCostModel(_BoostedCostModel):
+    kind = "xgb"
 
     def _dmatrix(self, data: Dataset, with_label: bool):
         order = _group_sorted(data)
@@ -58,15 +76,6 @@ class XGBCostModel(CostModel):
                 "min_child_weight": c.min_child_weight, "subsample": c.subsample,
                 "colsample_bytree": c.colsample, "lambda": c.reg_lambda, "seed": c.seed,
                 "nthread": THREADS, "tree_method": "hist", "verbosity": 0}
-
-    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        return self._boost(train, valid, report, self.config.n_estimators, None)
-
-    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
-                   report: Report | None) -> dict:
-        # "full" for trees = keep every tree and boost more on the target data
-        return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
-                           self.booster)
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
                start) -> dict:
@@ -127,10 +136,8 @@ def per_task_peak(valid: Dataset, scores: np.ndarray) -> float:
     return valid_peak1(lambda _: scores, valid)
 
 
-class LGBMCostModel(CostModel):
+class LGBMCostModel(_BoostedCostModel):
     kind = "lgbm"
-    config_class = TreeConfig
-    STRATEGIES = ("full",)
     RELEVANCE_LEVELS = 30  # lambdarank needs integer relevance: label 0..1 -> 0..30
 
     def _dataset(self, data: Dataset):
@@ -155,14 +162,6 @@ class LGBMCostModel(CostModel):
         if c.loss == "rank":
             params["label_gain"] = list(range(self.RELEVANCE_LEVELS + 1))
         return params
-
-    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        return self._boost(train, valid, report, self.config.n_estimators, None)
-
-    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
-                   report: Report | None) -> dict:
-        return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
-                           self.booster)
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
                start) -> dict:
