@@ -81,11 +81,9 @@ def suggest_params(trial: optuna.Trial, family: str, max_epochs: int) -> dict[st
             lr=trial.suggest_float(p + "lr", 1e-4, 3e-3, log=True),
             batch_size=trial.suggest_categorical(p + "batch_size", [128, 256, 512]),
             epochs=max_epochs)
-        if family == "attention":
+        if family == "attention":  # (bilstm_attention keeps the paper's 3 layers, 2 heads)
             params.update(num_layers=trial.suggest_int(p + "num_layers", 1, 3),
                           heads=trial.suggest_categorical(p + "heads", [2, 4]))
-        elif family == "bilstm_attention":  # the paper's 3 layers and 2 heads stay fixed
-            pass
     return params
 
 

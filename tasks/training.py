@@ -1,5 +1,6 @@
-"""Plain steps of the search flow (no Prefect): load the data a spec names, split it, run the
-Optuna study with every trial copied into the store, train the winner and register it.
+"""Plain steps of the search, pretrain and transfer flows (no Prefect): validate parameters,
+load the data a spec names, split it, run the Optuna study with every trial copied into the
+store, train or fine-tune models, save them as artifacts and register them with lineage.
 
 Datasets never cross a task boundary: each step rebuilds its dataset from the store (a few
 seconds) and passes on keys and small values only.
