@@ -1,0 +1,210 @@
+"""Faults survived and bad input refused: kill the collect flow at random points, then check
+nothing was lost or duplicated; feed the CLI wrong inputs and check each is refused cleanly.
+
+1. Kills: `tenforge collect` (small ops on the 1-thread profile) is started --kills times and
+   SIGKILLed (its whole process group: flow, Prefect server, measurement workers) after a random
+   delay. After each kill the store must open, every candidate must have its features, and no
+   measurement seen before may disappear (lost) or appear twice (duplicates). A final run
+   completes the collection: every candidate measured exactly once.
+2. Bad input: every entry of BAD_INPUTS must exit with status 2 and one line naming the
+   problem, and leave the store unchanged.
+
+    .venv/bin/python bench/faults.py [--kills 20] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tenforge.cli import bootstrap  # noqa: E402
+
+bootstrap()
+
+from storage.store import Store  # noqa: E402
+from tasks.hardware import detect_local_profiles  # noqa: E402
+
+PROFILE = detect_local_profiles()[-1].name
+
+
+def collect_args(db: str, candidates: int) -> list[str]:
+    return ["collect", "--hardware", PROFILE, "--networks", "matmul,dense_bias_relu,conv2d",
+            "--candidates", str(candidates), "--measure-batch", "4", "--db", db]
+
+
+def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+def store_state(db: str) -> dict:
+    """What must hold after any kill: the store opens and its counts add up."""
+    with Store(db, read_only=True) as store:
+        measured = {(c, s) for c, s in store.query(
+            "SELECT candidate_id, settings_id FROM measurements")}
+        rows = store.scalar("SELECT count(*) FROM measurements")
+        return {
+            "measured": measured,
+            "duplicates": rows - len(measured),
+            "candidates": store.scalar("SELECT count(*) FROM candidates"),
+            "without_features": store.scalar(
+                "SELECT count(*) FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM features f "
+                "WHERE f.candidate_id = c.candidate_id)"),
+            "partial": store.scalar("SELECT count(*) FROM measurements WHERE (error_kind IS "
+                                    "NULL) = (mean_latency_s IS NULL)"),
+        }
+
+
+def kill_loop(db: str, kills: int, candidates: int, rng: random.Random,
+              delays: tuple[float, float] = (3.0, 40.0)) -> dict:
+    lost = duplicates = broken = 0
+    before: set = set()
+    if Path(db).exists():
+        before = store_state(db)["measured"]
+    for number in range(1, kills + 1):
+        delay = rng.uniform(*delays)
+        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli",
+                                 *collect_args(db, candidates)], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=delay)
+            outcome = "finished before the kill"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            outcome = f"killed after {delay:.1f} s"
+        time.sleep(0.5)
+        if not Path(db).exists():
+            print(f"kill {number}/{kills}: {outcome}; no store yet", flush=True)
+            continue
+        try:
+            state = store_state(db)
+        except Exception as exc:  # noqa: BLE001 - a store that does not open is the failure
+            broken += 1
+            print(f"kill {number}/{kills}: {outcome}; STORE BROKEN: {exc}", flush=True)
+            continue
+        lost += len(before - state["measured"])
+        duplicates += state["duplicates"]
+        broken += bool(state["without_features"] or state["partial"])
+        print(f"kill {number}/{kills}: {outcome}; {len(state['measured'])} measured of "
+              f"{state['candidates']} candidates, lost {len(before - state['measured'])}, "
+              f"duplicates {state['duplicates']}", flush=True)
+        before = state["measured"]
+    return {"lost": lost, "duplicates": duplicates, "inconsistent": broken}
+
+
+def bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:
+    """(arguments, a phrase the one-line error must contain)."""
+    not_duckdb = tmp / "not-a-store.duckdb"
+    not_duckdb.write_text("hello")
+    bad_ms = tmp / "bad-ms"
+    bad_ms.mkdir()
+    (bad_ms / "database_workload.json").write_text("{not json\n")
+    (bad_ms / "database_tuning_record.json").write_text("")
+    db = str(tmp / "store.duckdb")
+    return [
+        (["collect", "--hardware", "nope", "--db", db], "unknown hardware profile 'nope'"),
+        (["collect", "--networks", "resnet19", "--db", db], "unknown network 'resnet19'"),
+        (["collect", "--networks", ",", "--db", db], "networks is empty"),
+        (["collect", "--candidates", "0", "--db", db], "expected a positive integer, got 0"),
+        (["collect", "--candidates", "many", "--db", db], "expected a positive integer"),
+        (["collect", "--batch-size", "-2", "--db", db], "expected a positive integer, got -2"),
+        (["collect", "--db", "/no/such/folder/x.duckdb"], "does not exist"),
+        (["collect", "--db", str(tmp)], "is a folder"),
+        (["query", "SELECT 1", "--db", "/no/such.duckdb"], "does not exist"),
+        (["query", "SELECT 1", "--db", str(not_duckdb)], "not a valid DuckDB database"),
+        (["query", "SELEC nonsense", "--db", db], "query failed"),
+        (["export-ms", str(tmp / "out"), "--hardware", "h", "--db", "/no/such.duckdb"],
+         "does not exist"),
+        (["import-ms", str(bad_ms), "--hardware", PROFILE, "--db", db], "not valid JSON"),
+        (["import-ms", str(tmp / "missing"), "--hardware", PROFILE, "--db", db], "missing"),
+        (["dataset", "load-seed", "--from", str(tmp / "nope"), "--db", db], "no seed dataset"),
+        (["dataset", "load-seed", "--hardware", "tpu-v9", "--db", db],
+         "no seed shards for hardware tpu-v9"),
+        (["dataset", "bogus"], "invalid choice"),
+        (["search", "--db", str(tmp / "none.duckdb")], "does not exist"),
+        (["search", "--families", "gbdt", "--db", db], "unknown model family gbdt"),
+        (["search", "--split", "random", "--db", db], "invalid choice"),
+        (["search", "--split", "by_network", "--db", db], "needs holdout="),
+        (["search", "--split", "by_network", "--holdout", "vgg", "--db", db],
+         "holdout network vgg is not in the dataset"),
+        (["search", "--hardware", "tpu-v9", "--db", db], "hardware tpu-v9 has no data"),
+        (["search", "--networks", "alexnet", "--db", db], "network alexnet has no data"),
+        (["search", "--time-budget", "0", "--db", db], "time budget > 0 s"),
+        (["search", "--trials", "-1", "--db", db], "expected a positive integer"),
+        (["pretrain", "--family", "gbdt", "--db", db], "unknown model kind 'gbdt'"),
+        (["pretrain", "--params", "{oops", "--db", db], "expected a JSON object"),
+        (["pretrain", "--params", '{"depth": 3}', "--family", "xgb", "--db", db],
+         "xgb has no hyperparameter depth"),
+        (["pretrain", "--from-model", "nope", "--db", db], "no model 'nope'"),
+        (["transfer", "nope", "--db", db], "no model 'nope'"),
+        (["transfer", "--strategy", "distill", "--db", db], "invalid choice"),
+        (["transfer", "--samples", "0", "--db", db], "expected a positive integer, got 0"),
+        (["hardware", "--bogus"], "unrecognized arguments"),
+    ]
+
+
+def check_bad_inputs(tmp: Path) -> tuple[int, list[str]]:
+    db = tmp / "store.duckdb"
+    cli("dataset", "load-seed", "--db", str(db))  # a store with data, so checks go deep
+    with Store(db, read_only=True) as store:
+        before = store.query("SELECT (SELECT count(*) FROM measurements), "
+                             "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")
+    failures = []
+    cases = bad_inputs(tmp)
+    for args, phrase in cases:
+        result = cli(*args, timeout=300)
+        lines = result.stderr.strip().splitlines()
+        ok = result.returncode == 2 and len(lines) == 1 and phrase in lines[0]
+        if not ok:
+            failures.append(f"{' '.join(args)} -> exit {result.returncode}: "
+                            f"{result.stderr.strip()[-300:]}")
+        print(f"{'ok  ' if ok else 'FAIL'} {' '.join(args)[:70]:70} {lines[-1][:90] if lines else ''}",
+              flush=True)
+    with Store(db, read_only=True) as store:
+        after = store.query("SELECT (SELECT count(*) FROM measurements), "
+                            "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")
+    if after != before:
+        failures.append(f"the store changed: {before} -> {after}")
+    return len(cases), failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--candidates", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-bad-inputs", action="store_true")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="tenforge-faults-"))
+    db = str(tmp / "killed.duckdb")
+
+    totals = kill_loop(db, args.kills, args.candidates, random.Random(args.seed))
+    final = cli(*collect_args(db, args.candidates))
+    state = store_state(db)
+    unmeasured = state["candidates"] - len({c for c, _ in state["measured"]})
+    print(f"\nfinal run: exit {final.returncode}; {len(state['measured'])} measurements of "
+          f"{state['candidates']} candidates, unmeasured {unmeasured}")
+    print(f"kills done: {args.kills}; measurements lost: {totals['lost']}; duplicates: "
+          f"{totals['duplicates'] + state['duplicates']}; inconsistent states: "
+          f"{totals['inconsistent']}")
+    if not args.skip_bad_inputs:
+        tried, failures = check_bad_inputs(tmp)
+        print(f"bad inputs tried: {tried}; refused cleanly: {tried - len(failures)}")
+        for failure in failures:
+            print(f"  not clean: {failure}")
+
+
+if __name__ == "__main__":
+    main()
