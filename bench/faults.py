@@ -2,8 +2,9 @@
 nothing was lost or duplicated; feed the CLI wrong inputs and check each is refused cleanly.
 
 1. Kills: `tenforge collect` (small ops on the 1-thread profile) is started --kills times and
-   SIGKILLed (its whole process group: flow, Prefect server, measurement workers) after a random
-   delay. After each kill the store must open, every candidate must have its features, and no
+   SIGKILLed (its whole process group: flow, Prefect server, measurement workers): a third at a
+   random time in the first seconds (start-up, sampling), the rest just after a random
+   measurement batch was committed. After each kill the store must open, every candidate must have its features, and no
    measurement seen before may disappear (lost) or appear twice (duplicates). A final run
    completes the collection: every candidate measured exactly once.
 2. Bad input: every entry of BAD_INPUTS must exit with status 2 and one line naming the
@@ -72,18 +73,38 @@ def kill_loop(db: str, kills: int, candidates: int, rng: random.Random,
     if Path(db).exists():
         before = store_state(db)["measured"]
     for number in range(1, kills + 1):
+        # A third of the kills land anywhere in the first `delays` seconds (start-up, import,
+        # sampling); the rest right after a random measurement batch has been committed, so
+        # kills cover the measuring phase however slow the machine is.
+        early = rng.random() < 1 / 3
         delay = rng.uniform(*delays)
+        after_batches = rng.randint(1, 3)
         proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli",
                                  *collect_args(db, candidates)], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
-        try:
-            proc.wait(timeout=delay)
-            outcome = "finished before the kill"
-        except subprocess.TimeoutExpired:
+        outcome = "finished before the kill"
+        start = time.monotonic()
+        if early:
+            try:
+                proc.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                outcome = f"killed after {delay:.1f} s"
+        else:
+            batches = 0
+            for line in proc.stdout:
+                if " - measured " in line:
+                    batches += 1
+                    if batches >= after_batches:
+                        time.sleep(rng.uniform(0.0, 2.0))  # mid-way into the next batch
+                        outcome = (f"killed {time.monotonic() - start:.1f} s in, after "
+                                   f"{batches} committed batches")
+                        break
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            outcome = f"killed after {delay:.1f} s"
+        proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
         time.sleep(0.5)
         if not Path(db).exists():
             print(f"kill {number}/{kills}: {outcome}; no store yet", flush=True)
@@ -183,7 +204,7 @@ def check_bad_inputs(tmp: Path) -> tuple[int, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--candidates", type=int, default=24)
+    parser.add_argument("--candidates", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-bad-inputs", action="store_true")
     args = parser.parse_args()

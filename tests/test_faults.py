@@ -11,7 +11,7 @@ from bench.faults import check_bad_inputs, cli, collect_args, kill_loop, store_s
 @pytest.mark.slow
 def test_random_kills_lose_nothing(tmp_path):
     db = str(tmp_path / "killed.duckdb")
-    totals = kill_loop(db, kills=3, candidates=8, rng=random.Random(1), delays=(6.0, 30.0))
+    totals = kill_loop(db, kills=3, candidates=8, rng=random.Random(1), delays=(4.0, 20.0))
     assert totals == {"lost": 0, "duplicates": 0, "inconsistent": 0}
     final = cli(*collect_args(db, 8))
     assert final.returncode == 0, final.stderr[-2000:]
