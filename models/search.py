@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -208,7 +208,3 @@ def run_search(train: Dataset, valid: Dataset, spec: SearchSpec, study_name: str
         params["epochs"] = spec.max_epochs
     return SearchResult(study_name, best.number, family, params, best.values[0],
                         [trial_row(study, t) for t in study.get_trials(deepcopy=False)])
-
-
-def spec_json(obj: Any) -> str:
-    return json.dumps(asdict(obj), sort_keys=True)
