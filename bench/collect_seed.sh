@@ -24,8 +24,9 @@ if [ ${#profiles[@]} -eq 0 ]; then
     profiles=(cpu-znver3-avx2-1t cpu-znver3-sse42-1t)
 fi
 db=${SEED_DB:-data/seed.duckdb}
-# Small, cheap networks first so every profile has every kind of task early on.
-networks=(mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert)
+# Small, cheap networks first so every profile has every kind of task early on. NETWORKS (space
+# separated) picks others or another order, e.g. the fastest to measure when extending.
+read -r -a networks <<< "${NETWORKS:-mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert}"
 for network in "${networks[@]}"; do
     for profile in "${profiles[@]}"; do
         echo "=== $(date -Is) collect $network on $profile ($cands per task) -> $db"

@@ -36,11 +36,14 @@ def attempt_seed(seed: int, attempt: int) -> int:
 
 
 def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
-                      known_hashes: Iterable[str] = ()) -> tuple[list[Candidate], int]:
+                      known_hashes: Iterable[str] = (),
+                      give_up_after: int = _GIVE_UP_AFTER) -> tuple[list[Candidate], int]:
     """Up to `count` new distinct valid candidates; returns them and the invalid-sample count.
 
     `known_hashes` are schedule hashes already stored: they count towards `count` (so a re-run
-    that finds them stored samples nothing new) but are not returned again.
+    that finds them stored samples nothing new) but are not returned again. Sampling stops
+    after `give_up_after` consecutive attempts that are invalid or repeat a hash this call
+    already derived.
     """
     import json
 
@@ -55,10 +58,11 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
                              task_name="sample", rand_state=attempt_seed(seed, 0), num_threads=1)
     spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
     postprocs = context.space_generator.postprocs
-    known = set(known_hashes)
+    stored = set(known_hashes)
+    derived: set[str] = set()  # hashes this call produced, stored ones included
     found: list[tuple[str, s_tir.Schedule, int, int]] = []
     invalid = since_new = attempt = 0
-    while len(known) < count and since_new < _GIVE_UP_AFTER:
+    while len(stored | derived) < count and since_new < give_up_after:
         attempt += 1
         since_new += 1
         space_index = attempt % len(spaces)
@@ -75,11 +79,15 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
             invalid += 1
             continue
         schedule_hash = shash2hex(sch.mod)
-        if schedule_hash in known:
+        if schedule_hash in derived:
             continue
-        known.add(schedule_hash)
-        found.append((schedule_hash, sch, space_index, sch_seed))
+        # Re-deriving a stored candidate is progress along the seeded list, not a sign that
+        # the space is exhausted: counting it as "nothing new" stopped every extension of a
+        # task that already had `give_up_after` candidates.
+        derived.add(schedule_hash)
         since_new = 0
+        if schedule_hash not in stored:
+            found.append((schedule_hash, sch, space_index, sch_seed))
 
     if not found:
         return [], invalid

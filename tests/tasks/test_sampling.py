@@ -25,6 +25,19 @@ def test_same_seed_same_candidates_and_more_extends_them():
     assert not {c.schedule_hash for c in more} & {c.schedule_hash for c in first}
 
 
+def test_extending_past_the_give_up_window_still_finds_new_candidates():
+    # Regression: re-deriving the stored candidates used to count as "nothing new", so a task
+    # with `give_up_after` stored candidates could never be extended (the seed's 128 pass
+    # sampled nothing).
+    task = _matmul()
+    first, _ = sample_candidates(task.mod_json, LOCAL_TARGET, 6, seed=3, give_up_after=4)
+    assert len(first) == 6
+    more, _ = sample_candidates(task.mod_json, LOCAL_TARGET, 10, seed=3, give_up_after=4,
+                                known_hashes=[c.schedule_hash for c in first])
+    assert len(more) == 4
+    assert not {c.schedule_hash for c in more} & {c.schedule_hash for c in first}
+
+
 def test_candidates_are_distinct_replayable_and_featurized():
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
