@@ -184,30 +184,139 @@ class _Unprepared(Exception):
     """The runner holds no inputs/reference for this task (new worker, or evicted)."""
 
 
+def _timed_runs(tvm: Any, function: Any, name: str, dev: Any, tensors: list[Any],
+                settings: dict[str, Any], repeat: int, target_kind: str) -> dict[str, Any]:
+    """Warm-up runs, then `repeat` timed repeats of `function[name]` (cache flushed on CPUs)."""
+    for _ in range(settings["warmup_runs"]):
+        function[name](*tensors)
+    flush = settings["cache_flush"] and target_kind == "llvm"
+    evaluator = function.time_evaluator(name, dev, number=settings["number"], repeat=repeat,
+                                        min_repeat_ms=settings["min_repeat_ms"],
+                                        f_preproc="cache_flush_cpu_non_first_arg" if flush else "")
+    start = time.perf_counter()
+    run_secs = [float(x) for x in evaluator(*tensors).results]
+    return {"run_secs": run_secs, "run_wall_s": time.perf_counter() - start}
+
+
 def _do_run(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     if req["workload_hash"] not in _TASK_STATE:
         raise _Unprepared()
     state = _TASK_STATE[req["workload_hash"]]
-    settings = req["settings"]
     load, dev = _session(tvm, req["target"], req["runner"])
     lib = load(req["artifact"])
     tensors = [tvm.runtime.tensor(a, dev) for a in state["inputs"]]
-    for _ in range(settings["warmup_runs"]):
-        lib["main"](*tensors)
-    flush = settings["cache_flush"] and req["target"]["kind"] == "llvm"
-    evaluator = lib.time_evaluator("main", dev, number=settings["number"],
-                                   repeat=req["repeat"], min_repeat_ms=settings["min_repeat_ms"],
-                                   f_preproc="cache_flush_cpu_non_first_arg" if flush else "")
-    start = time.perf_counter()
-    run_secs = [float(x) for x in evaluator(*tensors).results]
-    wall = time.perf_counter() - start
+    out = _timed_runs(tvm, lib, "main", dev, tensors, req["settings"], req["repeat"],
+                      req["target"]["kind"])
     verified = None
     if state["reference"] is not None:
         verified = _outputs_match([t.numpy() for t in tensors], state["reference"])
-    return {"run_secs": run_secs, "run_wall_s": wall, "verified": verified}
+    return {**out, "verified": verified}
 
 
-_HANDLERS = {"build": _do_build, "prepare": _do_prepare, "run": _do_run}
+# MetaSchedule's own builder/runner protocol (tasks/ms_backend.py): a scheduled module in, an
+# artifact out; an artifact and argument shapes in, run times out. No reference check, as in
+# MetaSchedule's LocalRunner.
+
+def _do_build_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    from tvm.target import Target
+
+    start = time.perf_counter()
+    tvm.compile(tvm.ir.load_json(req["mod_json"]), target=Target(req["target"])
+                ).export_library(req["artifact"])
+    return {"build_s": time.perf_counter() - start}
+
+
+class _Shape:  # what _random_args reads from an ArgInfo
+    def __init__(self, shape: list[int], dtype: str):
+        self.shape, self.dtype = shape, dtype
+
+
+def _do_run_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    load, dev = _session(tvm, req["target"], req["runner"])
+    lib = load(req["artifact"])
+    args = _random_args([_Shape(a["shape"], a["dtype"]) for a in req["args"]], seed=0)
+    tensors = [tvm.runtime.tensor(a, dev) for a in args]
+    return _timed_runs(tvm, lib, "main", dev, tensors, req["settings"], req["repeat"],
+                       req["target"]["kind"])
+
+
+def compile_network(tvm: Any, fused: Any, database: Any, target: Any) -> tuple[Any, Any]:
+    """Build a fused Relax module (tasks.workloads.import_to_relax) with the schedules of
+    `database`; returns (executable, the module after the database was applied).
+
+    Not `meta_schedule.relax_integration.compile_relax`: it runs LegalizeOps ...
+    AnnotateTIROpPattern ... FuseTIR again, which on an already fused module adds an
+    `op_pattern` attribute to every PrimFunc, so their structural hashes no longer match the
+    tuned tasks' and every database lookup silently misses (tuned and untuned builds then run
+    equally fast: the FACTS.md "20 ms end to end vs 2.3 ms summed" gap).
+    """
+    import importlib
+
+    from tvm import relax
+
+    gpu = target.kind.name in ("cuda", "rocm", "metal", "vulkan", "opencl")
+    backend = importlib.import_module("tvm.relax.backend."
+                                      f"{'cuda' if gpu else 'cpu_generic'}.pipeline")
+    applied: list[Any] = []
+
+    @tvm.transform.module_pass(opt_level=3)
+    def pipeline(mod: Any, _ctx: Any) -> Any:
+        mod = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+        applied.append(mod)
+        if gpu:  # untuned GPU kernels need some thread binding to build at all
+            from tvm.s_tir import dlight as dl
+
+            mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
+                                          dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
+        return tvm.transform.Sequential([*backend.dataflow_lower_passes(target),
+                                         *backend.finalize_passes(target)])(mod)
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        executable = relax.build(fused, target=target, relax_pipeline=pipeline)
+    return executable, applied[0]
+
+
+def _do_run_network(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """Compile a Relax network with a tuning database (none: untuned) and time it end to end.
+
+    Parameters are inputs of `main` (weights detached at import), so every input, weights
+    included, gets seeded random values: only shapes matter for latency.
+    """
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
+    if req["runner"].get("kind", "local") != "local":
+        raise RuntimeError("end-to-end runs on RPC devices are not supported yet; run locally")
+    target = Target(req["target"])
+    mod = tvm.ir.load_json(req["relax_json"])
+    if req.get("database"):
+        database = ms.database.JSONDatabase(work_dir=req["database"], allow_missing=False)
+    else:
+        database = ms.database.MemoryDatabase()
+    start = time.perf_counter()
+    executable, applied = compile_network(tvm, mod, database, target)
+    tuned = sorted(gv.name_hint for gv, f in applied.functions.items()
+                   if not isinstance(f, relax.Function) and f.attrs is not None
+                   and bool(f.attrs.get("tirx.is_scheduled", False)))
+    compile_s = time.perf_counter() - start
+    _, dev = _session(tvm, req["target"], req["runner"])
+    vm = relax.VirtualMachine(executable, dev)
+    inputs = _random_args([_Shape([int(d) for d in p.ty.shape], str(p.ty.dtype))
+                           for p in mod["main"].params], seed=0)
+    tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
+    # Whole-network runs keep caches warm between repeats: that is how a deployed model runs.
+    settings = {**req["settings"], "cache_flush": False}
+    out = _timed_runs(tvm, vm, "main", dev, tensors, settings, req["repeat"],
+                      req["target"]["kind"])
+    functions = sum(not isinstance(f, relax.Function) for f in applied.functions.values())
+    return {**out, "compile_s": compile_s, "tuned_functions": tuned,
+            "tir_functions": functions}
+
+
+_HANDLERS = {"build": _do_build, "prepare": _do_prepare, "run": _do_run,
+             "build_module": _do_build_module, "run_module": _do_run_module,
+             "run_network": _do_run_network}
 
 
 def _worker_main(conn: Any, target: dict[str, Any]) -> None:
@@ -355,6 +464,7 @@ class Measurer:
         self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")
         # Tasks whose reference output could not be made: never pay that failure again.
         self._no_reference: set[str] = set()
+        self._artifacts = 0  # artifact file names of build_modules
         # Start every worker now and together: their TVM imports overlap instead of queuing
         # behind the first build and the first run.
         starters = [threading.Thread(target=w.ensure_started)
@@ -377,42 +487,93 @@ class Measurer:
 
     # -------------------------------------------------------------- phases
 
-    def _build_all(self, jobs: Sequence[MeasureJob]) -> dict[int, dict[str, Any]]:
-        """Build every job on the build workers in parallel; candidate_id -> outcome."""
-        todo: queue.Queue[MeasureJob] = queue.Queue()
-        for job in jobs:
-            todo.put(job)
-        outcomes: dict[int, dict[str, Any]] = {}
+    def _build_parallel(self, requests: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        """Send build requests to the build workers in parallel; key -> outcome (the worker's
+        answer plus `artifact`, or `error_kind`, `error_msg` and `build_s`)."""
+        todo: queue.Queue[tuple[Any, dict[str, Any]]] = queue.Queue()
+        for item in requests.items():
+            todo.put(item)
+        outcomes: dict[Any, dict[str, Any]] = {}
 
         def drain(worker: Worker) -> None:
             while True:
                 try:
-                    job = todo.get_nowait()
+                    key, request = todo.get_nowait()
                 except queue.Empty:
                     return
-                artifact = os.path.join(self.artifact_dir, f"cand-{job.candidate_id}.so")
-                request = {"op": "build", "workload_hash": job.workload_hash,
-                           "mod_json": job.mod_json, "trace_json": job.trace_json,
-                           "target": self.profile.target, "artifact": artifact}
                 start = time.perf_counter()
                 try:
                     result = worker.call(request, self.settings.build_timeout_s)
-                    outcomes[job.candidate_id] = {"artifact": artifact, **result}
+                    outcomes[key] = {"artifact": request["artifact"], **result}
                 except WorkerFailure as failure:
-                    outcomes[job.candidate_id] = {"error_kind": f"build_{failure.kind}",
-                                                  "error_msg": str(failure),
-                                                  "build_s": time.perf_counter() - start}
+                    outcomes[key] = {"error_kind": f"build_{failure.kind}",
+                                     "error_msg": str(failure),
+                                     "build_s": time.perf_counter() - start}
                 except RuntimeError as error:
-                    outcomes[job.candidate_id] = {"error_kind": "build_error",
-                                                  "error_msg": str(error),
-                                                  "build_s": time.perf_counter() - start}
+                    outcomes[key] = {"error_kind": "build_error", "error_msg": str(error),
+                                     "build_s": time.perf_counter() - start}
 
-        threads = [threading.Thread(target=drain, args=(w,)) for w in self.builders[:len(jobs)]]
+        threads = [threading.Thread(target=drain, args=(w,))
+                   for w in self.builders[:len(requests)]]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         return outcomes
+
+    def _build_all(self, jobs: Sequence[MeasureJob]) -> dict[int, dict[str, Any]]:
+        """Build every job on the build workers in parallel; candidate_id -> outcome."""
+        return self._build_parallel({job.candidate_id: {
+            "op": "build", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
+            "trace_json": job.trace_json, "target": self.profile.target,
+            "artifact": os.path.join(self.artifact_dir, f"cand-{job.candidate_id}.so")}
+            for job in jobs})
+
+    # -------------------------------------------------- MetaSchedule's protocol (ms_backend)
+
+    def build_modules(self, mod_jsons: Sequence[str]) -> list[dict[str, Any]]:
+        """Compile scheduled IRModules (tvm.ir.save_json) in parallel, in order."""
+        requests = {}
+        for i, mod_json in enumerate(mod_jsons):
+            self._artifacts += 1
+            # One folder per artifact: MetaSchedule's RemoveBuildArtifact deletes the folder.
+            folder = os.path.join(self.artifact_dir, f"mod-{self._artifacts}")
+            os.makedirs(folder)
+            requests[i] = {"op": "build_module", "mod_json": mod_json,
+                           "target": self.profile.target,
+                           "artifact": os.path.join(folder, "lib.so")}
+        outcomes = self._build_parallel(requests)
+        return [outcomes[i] for i in range(len(mod_jsons))]
+
+    def run_module(self, artifact: str, args: Sequence[dict[str, Any]],
+                   flops: float = 0.0) -> dict[str, Any]:
+        """Time one built module on random inputs: {run_secs, run_wall_s} or {error_kind,
+        error_msg}. The artifact is deleted afterwards."""
+        request = {"op": "run_module", "artifact": artifact, "args": list(args),
+                   "target": self.profile.target, "runner": self.profile.runner,
+                   "settings": self.settings.as_dict(),
+                   "repeat": self.settings.repeats_for(flops)}
+        try:
+            return self.runner.call(request, self.settings.run_timeout_s)
+        except WorkerFailure as failure:
+            return {"error_kind": f"run_{failure.kind}", "error_msg": str(failure)}
+        except RuntimeError as error:
+            return {"error_kind": "run_error", "error_msg": str(error)}
+        finally:
+            if os.path.exists(artifact):
+                os.remove(artifact)
+
+    def run_network(self, relax_json: str, database_dir: str | None, repeat: int = 10,
+                    number: int = 1, warmup_runs: int = 3,
+                    timeout_s: float = 600.0) -> dict[str, Any]:
+        """Compile a Relax network with a MetaSchedule JSON database (None: untuned) on the
+        runner and time it end to end with the profile's thread count. Raises WorkerFailure
+        or RuntimeError (a compile or run error) instead of returning an error row."""
+        settings = {**self.settings.as_dict(), "number": number, "warmup_runs": warmup_runs}
+        return self.runner.call({"op": "run_network", "relax_json": relax_json,
+                                 "database": database_dir, "target": self.profile.target,
+                                 "runner": self.profile.runner, "settings": settings,
+                                 "repeat": repeat}, timeout_s)
 
     def _prepare(self, job: MeasureJob) -> None:
         check = (self.settings.check_correctness

@@ -1,0 +1,58 @@
+"""MetaSchedule's Builder and Runner, served by tenforge's long-lived measurement workers.
+
+MetaSchedule's LocalBuilder starts a fresh process pool for every batch and each worker pays
+the ~34 s tensor-intrinsics import (FACTS.md), so a tuning run with the default builder spends
+most of its time importing (or records only timeouts). These adapters hand MetaSchedule's
+build and run requests to a `tasks.measure.Measurer` instead: workers start once, import only
+what the target needs, survive crashes and hangs (a crashed build or run becomes an error
+result, as MetaSchedule expects), and time runs with the profile's measurement settings.
+
+    with Measurer(profile) as measurer:
+        ms.tune_tasks(..., builder=ms_builder(measurer), runner=ms_runner(measurer))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.measure import Measurer
+
+
+def ms_builder(measurer: Measurer) -> Any:
+    """A MetaSchedule PyBuilder that compiles on `measurer`'s build workers, in parallel."""
+    import tvm
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
+
+    @derived_object
+    class WorkerBuilder(PyBuilder):
+        def build(self, build_inputs: list) -> list:
+            outcomes = measurer.build_modules([tvm.ir.save_json(b.mod) for b in build_inputs])
+            return [BuilderResult(None, f"{o['error_kind']}: {o['error_msg']}")
+                    if "error_kind" in o else BuilderResult(o["artifact"], None)
+                    for o in outcomes]
+
+    return WorkerBuilder()
+
+
+def ms_runner(measurer: Measurer) -> Any:
+    """A MetaSchedule PyRunner that times each artifact on `measurer`'s runner, one at a time
+    (runs never overlap builds' timing: MetaSchedule builds a whole batch before running it).
+    Runs happen in `run`; the futures it returns are already done."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerFuture, RunnerResult
+
+    @derived_object
+    class WorkerRunner(PyRunner):
+        def run(self, runner_inputs: list) -> list:
+            futures = []
+            for runner_input in runner_inputs:
+                args = [{"shape": [int(d) for d in a.shape], "dtype": str(a.dtype)}
+                        for a in runner_input.args_info]
+                out = measurer.run_module(str(runner_input.artifact_path), args)
+                result = (RunnerResult(None, f"{out['error_kind']}: {out['error_msg']}")
+                          if "error_kind" in out else RunnerResult(out["run_secs"], None))
+                futures.append(RunnerFuture(lambda: True, lambda r=result: r))
+            return futures
+
+    return WorkerRunner()

@@ -1,0 +1,288 @@
+"""Tune a network with MetaSchedule, driven by a cost model, and measure what it gained.
+
+One `tune_network` call: import the network into Relax, extract MetaSchedule's tuning tasks,
+keep the tasks that carry `flops_share` of the network's FLOPs (x occurrences), tune them with
+`ms.tune_tasks` under a trial budget (and optionally a wall-clock budget), then compile the
+network with the tuning database and time it end to end, untuned and tuned, on the profile's
+threads. Builds and runs go through tenforge's long-lived workers (tasks.ms_backend).
+
+The tuning curve is recorded after every measured batch: trials so far, wall time, and the
+estimated network latency = sum over tuned tasks of occurrences x best latency so far (what
+MetaSchedule's task scheduler optimizes). The end-to-end latency is measured once, at the end:
+it also contains the untuned tasks, the Relax VM's overhead and memory traffic between
+functions, so it is larger than the estimate; the result reports both.
+
+Schedulers: "gradient" and "round-robin" are MetaSchedule's own; "gain" is tenforge's
+(GainScheduler below). Cost models: "xgb" (MetaSchedule's XGBModel, from scratch) or the path
+of a saved tenforge model (models.ms_adapter).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tasks.hardware import HardwareProfile
+from tenforge.errors import TenforgeError
+
+SCHEDULERS = ("gradient", "round-robin", "gain")
+
+
+@dataclass(frozen=True)
+class TaskShare:
+    """One extracted task and what it weighs in the network."""
+
+    name: str
+    flops: float
+    weight: int  # occurrences in the network
+
+    @property
+    def importance(self) -> float:
+        return self.flops * self.weight
+
+
+def select_tasks(tasks: Sequence[TaskShare], flops_share: float) -> list[int]:
+    """Indices of the most important tasks (FLOPs x occurrences, descending) that together
+    carry at least `flops_share` of the network's total; at least one task."""
+    if not 0 < flops_share <= 1:
+        raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
+    total = sum(t.importance for t in tasks)
+    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].importance)
+    chosen: list[int] = []
+    covered = 0.0
+    for i in order:
+        if chosen and (covered >= flops_share * total or tasks[i].importance <= 0):
+            break
+        chosen.append(i)
+        covered += tasks[i].importance
+    return sorted(chosen)
+
+
+@dataclass
+class CurvePoint:
+    trials: int
+    wall_s: float
+    task: str
+    task_best_s: float  # that task's best latency so far (inf: nothing valid yet)
+    estimated_s: float | None  # sum of weight x best over tuned tasks (None until all have one)
+
+
+@dataclass
+class TuningLog:
+    """What happened during tuning, filled by the measure callback."""
+
+    task_names: list[str]
+    task_weights: list[float]
+    deadline: float | None = None  # time.monotonic() after which tuning stops
+    report: Callable[[str], None] = print
+    started: float = field(default_factory=time.monotonic)
+    trials: int = 0
+    errors: int = 0
+    best: list[float] = field(default_factory=list)
+    trials_per_task: list[int] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
+    stopped_by_deadline: bool = False
+
+    def __post_init__(self) -> None:
+        self.best = [math.inf] * len(self.task_names)
+        self.trials_per_task = [0] * len(self.task_names)
+
+    def estimated(self) -> float | None:
+        if any(math.isinf(b) for b in self.best):
+            return None
+        return float(sum(w * b for w, b in zip(self.task_weights, self.best)))
+
+    def add(self, task_id: int, run_secs: list[list[float] | None]) -> None:
+        for secs in run_secs:
+            self.trials += 1
+            self.trials_per_task[task_id] += 1
+            if secs:
+                self.best[task_id] = min(self.best[task_id], float(np.mean(secs)))
+            else:
+                self.errors += 1
+        wall = time.monotonic() - self.started
+        estimate = self.estimated()
+        self.curve.append(CurvePoint(self.trials, wall, self.task_names[task_id],
+                                     self.best[task_id], estimate))
+        shown = f"{estimate * 1e3:.3f} ms" if estimate is not None else "pending"
+        self.report(f"tuned {self.trials} trials in {wall:.0f} s "
+                    f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors); "
+                    f"estimated network latency {shown}")
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def _recorder(log: TuningLog) -> Any:
+    """A MetaSchedule measure callback that feeds `log` and enforces its deadline (by
+    terminating every task, which ends MetaSchedule's tuning loop)."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    @derived_object
+    class Recorder(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
+                  runner_results) -> None:
+            log.add(task_id, [[float(s) for s in r.run_secs]
+                              if r.run_secs is not None and r.error_msg is None else None
+                              for r in runner_results])
+            if log.past_deadline() and not log.stopped_by_deadline:
+                log.stopped_by_deadline = True
+                log.report("wall-clock budget spent: stopping")
+                for i, record in enumerate(task_scheduler.tasks_):
+                    if i != task_id and not record.is_terminated:
+                        task_scheduler.terminate_task(i)
+
+    return Recorder()
+
+
+def gain_scheduler(log: TuningLog, window: int = 2, explore: float = 0.05) -> Any:
+    """tenforge's task scheduler: every task once, then the task with the largest expected
+    gain in network latency, weight x best latency x recent relative improvement (floored by
+    `explore` / rounds so a task that stalled still gets an occasional turn; GTA/Ansor-style).
+    It stops at the log's deadline."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
+
+    @derived_object
+    class GainScheduler(PyTaskScheduler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.running: int | None = None
+            self.history: dict[int, list[float]] = {}  # best latency after each round
+
+        def next_task_id(self) -> int:
+            if self.running is not None:
+                self.join_running_task(self.running)
+                self.history.setdefault(self.running, []).append(log.best[self.running])
+                self.running = None
+            if log.past_deadline():
+                return -1
+            records = self._outer().tasks_
+            alive = [i for i, r in enumerate(records) if not r.is_terminated]
+            if not alive:
+                return -1
+            unseen = [i for i in alive if i not in self.history]
+            self.running = unseen[0] if unseen else max(alive, key=self.expected_gain)
+            return self.running
+
+        def expected_gain(self, i: int) -> float:
+            rounds = self.history[i]
+            now = rounds[-1]
+            if math.isinf(now):  # nothing valid yet: as important as it gets
+                return math.inf
+            before = rounds[-1 - window] if len(rounds) > window else rounds[0]
+            improvement = (before - now) / now if math.isfinite(before) else 1.0
+            return log.task_weights[i] * now * max(improvement, explore / len(rounds))
+
+    return GainScheduler()
+
+
+@dataclass
+class TuningResult:
+    network: str
+    hardware: str
+    cost_model: str
+    scheduler: str
+    tasks_total: int
+    tasks_tuned: list[str]
+    trials: int
+    errors: int
+    search_s: float
+    stopped_by_deadline: bool
+    estimated_s: float | None
+    untuned: dict[str, Any]
+    tuned: dict[str, Any]
+    curve: list[CurvePoint]
+    database_dir: str
+    network_hash: str
+    trials_per_task: dict[str, int]
+
+    @property
+    def speedup(self) -> float:
+        return self.untuned["latency_s"] / self.tuned["latency_s"]
+
+
+def _e2e(run: dict[str, Any]) -> dict[str, Any]:
+    secs = run["run_secs"]
+    return {"latency_s": float(np.median(secs)), "run_secs": secs, "compile_s": run["compile_s"],
+            "tuned_functions": len(run["tuned_functions"]),
+            "tir_functions": run["tir_functions"]}
+
+
+def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, trials: int,
+                 minutes: float | None = None, cost_model: str = "xgb",
+                 scheduler: str = "gradient", flops_share: float = 0.9,
+                 trials_per_iter: int = 16, population: int = 256, seed: int = 0,
+                 batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
+                 report: Callable[[str], None] = print) -> TuningResult:
+    """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
+    (the tuned schedules) is written to `work_dir`."""
+    from tasks.measure import Measurer
+    from tasks.ms_backend import ms_builder, ms_runner
+    from tasks.tvm_env import load_tvm, structural_hash_hex
+    from tasks.workloads import import_to_relax
+
+    if scheduler not in SCHEDULERS:
+        raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
+    tvm = load_tvm(profile.target)
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.relax_integration import extracted_tasks_to_tune_contexts
+
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    relax_mod = import_to_relax(network, batch_size, input_size)
+    relax_json = tvm.ir.save_json(relax_mod)
+    target = profile.tvm_target()
+    extracted = list(ms.relax_integration.extract_tasks(relax_mod, target))
+    from tvm.s_tir import analysis
+
+    shares = [TaskShare(str(t.task_name), float(analysis.estimate_tir_flops(t.dispatched[0])),
+                        int(t.weight)) for t in extracted]
+    chosen = select_tasks(shares, flops_share)
+    report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
+           f">= {flops_share:.0%} of FLOPs x occurrences")
+    contexts, weights = extracted_tasks_to_tune_contexts(
+        [extracted[i] for i in chosen], str(work_dir),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=population,
+                                                       init_min_unmeasured=min(50, population)),
+        num_threads=1, seed=seed)
+    log = TuningLog([shares[i].name for i in chosen], [float(w) for w in weights],
+                    deadline=time.monotonic() + 60 * minutes if minutes else None, report=report)
+    if cost_model == "xgb":
+        model: Any = "xgb"
+    else:
+        from models.ms_adapter import learned_cost_model
+
+        model = learned_cost_model(cost_model, profile)
+    task_scheduler: Any = gain_scheduler(log) if scheduler == "gain" else scheduler
+    database = ms.database.JSONDatabase(work_dir=str(work_dir))
+    with Measurer(profile) as measurer:
+        untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
+        report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
+        log.started = time.monotonic()
+        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
+                      max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                      builder=ms_builder(measurer), runner=ms_runner(measurer),
+                      database=database, cost_model=model,
+                      measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
+                                         _recorder(log)],
+                      task_scheduler=task_scheduler)
+        search_s = time.monotonic() - log.started
+        tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
+    result = TuningResult(
+        network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
+        tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
+        errors=log.errors, search_s=search_s, stopped_by_deadline=log.stopped_by_deadline,
+        estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
+        database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
+        trials_per_task=dict(zip(log.task_names, log.trials_per_task)))
+    report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
+           f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
+           f"{result.tuned['tir_functions']} functions from the database)")
+    return result
