@@ -310,3 +310,22 @@ class Store:
             raise TenforgeError(f"no model {model_id!r} in {self.path}; newest: "
                                 f"{', '.join(known) or 'none (run `tenforge search`)'}")
         return dict(zip([d[0] for d in cur.description], row))
+
+    # -------------------------------------------------------------- tuning
+
+    def record_tuning(self, row: dict[str, Any], curve: Sequence[dict[str, Any]]) -> None:
+        """One finished tuning run and its curve (call inside a transaction)."""
+        cols = list(row)
+        self.con.execute(f"INSERT INTO tuning_runs ({', '.join(cols)}) VALUES "
+                         f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
+        if curve:
+            self._insert_arrow("tuning_curve", pa.Table.from_pylist(
+                [{"tuning_id": row["tuning_id"], "point": i, **p} for i, p in enumerate(curve)]))
+
+    def last_tuning(self, network: str, hardware: str, batch_size: int) -> dict[str, Any] | None:
+        """The newest tuning run of `network` on `hardware`, or None."""
+        cur = self.con.execute("SELECT * FROM tuning_runs WHERE network = ? AND hardware = ? AND "
+                               "batch_size = ? ORDER BY created_at DESC LIMIT 1",
+                               [network, hardware, batch_size])
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))

@@ -103,3 +103,20 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None, 
 
     return training.transfer(db, parent_model_id, hardware, samples, strategy, networks, seed,
                              flow_run_id, log=get_run_logger().info)
+
+
+@task(name="network-hash", tags=["tvm"], task_run_name="import {network}")
+def network_hash(network: str, batch_size: int, input_size: int) -> str:
+    """Structural hash of the network as TVM imports it (did the network change?)."""
+    from tasks.retune import network_hash as compute
+
+    return compute(network, batch_size, input_size)
+
+
+@task(name="tune-network", tags=["tvm", "measure"],
+      task_run_name="tune {spec[network]} on {spec[hardware]}")
+def tune_network(spec: dict, tuning_id: str) -> dict:
+    """Tune with MetaSchedule driven by the chosen cost model, measure end to end, store it."""
+    from tasks.retune import run_retune
+
+    return run_retune(spec, tuning_id, report=get_run_logger().info)

@@ -135,7 +135,7 @@ def _recorder(log: TuningLog) -> Any:
                 log.stopped_by_deadline = True
                 log.report("wall-clock budget spent: stopping")
                 for i, record in enumerate(task_scheduler.tasks_):
-                    if i != task_id and not record.is_terminated:
+                    if not record.is_terminated:
                         task_scheduler.terminate_task(i)
 
     return Recorder()
@@ -218,12 +218,13 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
 def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, trials: int,
                  minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
-                 trials_per_iter: int = 16, population: int = 256, seed: int = 0,
+                 trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  report: Callable[[str], None] = print) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
-    (the tuned schedules) is written to `work_dir`."""
-    from tasks.measure import Measurer
+    (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
+    per turn of a task) defaults to what gives every tuned task at least two turns."""
+    from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
     from tasks.tvm_env import load_tvm, structural_hash_hex
     from tasks.workloads import import_to_relax
@@ -252,6 +253,8 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         strategy=ms.search_strategy.EvolutionarySearch(population_size=population,
                                                        init_min_unmeasured=min(50, population)),
         num_threads=1, seed=seed)
+    if trials_per_iter is None:  # every task gets at least two rounds of the budget
+        trials_per_iter = max(4, min(64, trials // (2 * len(chosen))))
     log = TuningLog([shares[i].name for i in chosen], [float(w) for w in weights],
                     deadline=time.monotonic() + 60 * minutes if minutes else None, report=report)
     if cost_model == "xgb":
@@ -274,7 +277,12 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                                          _recorder(log)],
                       task_scheduler=task_scheduler)
         search_s = time.monotonic() - log.started
-        tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
+        try:
+            tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
+        except (RuntimeError, WorkerFailure) as exc:
+            raise TenforgeError(f"{network} with the tuned schedules of {work_dir} failed to "
+                                f"compile or run: {exc}; earlier tuning results are "
+                                "untouched") from None
     result = TuningResult(
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,

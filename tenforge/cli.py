@@ -248,6 +248,19 @@ def cmd_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retune(args: argparse.Namespace) -> int:
+    from tasks.retune import validate_retune
+
+    params = dict(network=args.network, hardware=args.hardware, trials=args.trials,
+                  minutes=args.minutes, cost_model=args.cost_model, scheduler=args.scheduler,
+                  flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed)
+    validate_retune(args.db, **params)
+    from flows.retune import retune
+
+    retune(**params, force=args.force, db=args.db)
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from storage.reports import model_leaderboard
 
@@ -368,6 +381,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     db_option(p)
     p.set_defaults(func=cmd_transfer)
+
+    p = sub.add_parser("retune", help="tune a network with the best learned cost model and "
+                                      "measure its end-to-end latency")
+    p.add_argument("network", help="a zoo network (`tenforge networks`)")
+    p.add_argument("--hardware", default="local", help="hardware profile")
+    p.add_argument("--trials", type=_positive, default=64, help="measured candidates in all")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="wall-clock budget of the search (default: none)")
+    p.add_argument("--cost-model", default=None,
+                   help="registered model id, or metaschedule-xgb (default: the best "
+                        "registered model for this hardware)")
+    p.add_argument("--scheduler", default="gradient", choices=["gradient", "round-robin", "gain"])
+    p.add_argument("--flops-share", type=float, default=0.9,
+                   help="tune the tasks that carry this share of FLOPs x occurrences")
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true",
+                   help="tune even if nothing changed since the last run")
+    db_option(p)
+    p.set_defaults(func=cmd_retune)
 
     p = sub.add_parser("models", help="registered cost models and their held-out metrics")
     db_option(p)

@@ -1,0 +1,180 @@
+"""Plain steps of the `retune` flow (no Prefect): check the request, pick the cost model,
+decide whether anything changed since the last run, tune, and store the result.
+
+A failed or interrupted retune writes nothing to `tuning_runs` and never touches an earlier
+run's database folder, so the previous best result stays as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from storage.store import Store
+from tasks.hardware import HardwareProfile, check_runnable_here, resolve_profile
+from tenforge.errors import TenforgeError
+
+BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
+FEATURE_EXTRACTOR = "per_store_feature_v1"  # what the MetaSchedule adapter feeds a model
+
+
+def tuning_dir(db: str) -> Path:
+    """Tuning databases live next to the store: <store folder>/tuning/<tuning id>/."""
+    return Path(db).resolve().parent / "tuning"
+
+
+def profile_hash(profile: HardwareProfile) -> str:
+    """Identity of everything about a profile that changes tuning results."""
+    blob = json.dumps({"row": profile.as_row(), "measure": asdict(profile.measure)},
+                      sort_keys=True, default=str).encode()
+    return hashlib.sha1(blob).hexdigest()[:12]
+
+
+def best_model(store: Store, hardware: str) -> str | None:
+    """The registered model to tune `hardware` with: the best held-out top-1 peak score among
+    models trained or fine-tuned on this profile's data, else among all models (they take
+    hardware features as inputs); None when nothing is registered."""
+    rows = store.query(
+        "SELECT model_id, list_contains(CAST(data_spec_json->'$.hardware' AS VARCHAR[]), ?) "
+        "AS knows_it FROM models WHERE data_spec_json->>'$.extractor' = ? "
+        "ORDER BY knows_it DESC, TRY_CAST(metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, "
+        "created_at DESC LIMIT 1", [hardware, FEATURE_EXTRACTOR])
+    return rows[0][0] if rows else None
+
+
+def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile) -> None:
+    """Refuse a model that cannot score this profile's candidates: other features, or trained
+    only on another kind of target (a GPU model for a CPU, say)."""
+    spec = json.loads(row["data_spec_json"])
+    if spec.get("extractor") != FEATURE_EXTRACTOR:
+        raise TenforgeError(f"model {row['model_id']} was trained on {spec.get('extractor')!r} "
+                            f"features but tuning feeds {FEATURE_EXTRACTOR!r}; pick another "
+                            f"model (`tenforge models`) or --cost-model {BASELINE}")
+    names = list(spec.get("hardware") or [])
+    kinds = {k for (k,) in store.query("SELECT DISTINCT target_kind FROM hardware WHERE name IN "
+                                       "(SELECT unnest(?::VARCHAR[]))", [names])}
+    if kinds and profile.target_kind not in kinds:
+        raise TenforgeError(f"model {row['model_id']} was trained on {', '.join(sorted(kinds))} "
+                            f"targets only, not {profile.target_kind}; pick another model or "
+                            f"--cost-model {BASELINE}")
+
+
+def validate_retune(db: str | None, network: str, hardware: str, trials: int,
+                    minutes: float | None, cost_model: str | None, scheduler: str,
+                    flops_share: float, batch_size: int, seed: int) -> dict[str, Any]:
+    """Check every retune parameter before any work; return them resolved (the cost model
+    chosen, the profile's real name)."""
+    from tasks.collect import default_db, prepare_db_path
+    from tasks.networks import network_def
+    from tasks.tuning import SCHEDULERS
+
+    definition = network_def(network)
+    profile = resolve_profile(hardware)
+    check_runnable_here(profile)
+    for label, value in (("trials", trials), ("batch size", batch_size)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise TenforgeError(f"{label} must be a positive integer, got {value!r}")
+    if minutes is not None and not minutes > 0:
+        raise TenforgeError(f"minutes must be positive (or omitted for no time limit), "
+                            f"got {minutes!r}")
+    if scheduler not in SCHEDULERS:
+        raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of "
+                            f"{', '.join(SCHEDULERS)}")
+    if not 0 < flops_share <= 1:
+        raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
+    path = str(prepare_db_path(db or default_db()))
+    model_path = None
+    if cost_model != BASELINE:
+        if not Path(path).exists():
+            if cost_model is not None:
+                raise TenforgeError(f"store {path} does not exist, so it has no model "
+                                    f"{cost_model!r}; train one or use --cost-model {BASELINE}")
+        else:
+            with Store(path, read_only=True) as store:
+                chosen = cost_model or best_model(store, profile.name)
+                if chosen is not None:
+                    row = store.model_row(chosen)  # an unknown id fails here, in one line
+                    check_model_fits(store, row, profile)
+                    model_path = row["path"]
+                    if not Path(model_path).exists():
+                        raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
+                                            "missing; retrain it or pick another model")
+            cost_model = chosen
+    return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
+            "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,
+            "scheduler": scheduler, "flops_share": flops_share, "batch_size": batch_size,
+            "input_size": definition.default_size, "seed": seed}
+
+
+def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, Any] | None:
+    """The last tuning run if it had the same network, profile, cost model and budget (then
+    there is nothing new to learn), else None."""
+    if not Path(spec["db"]).exists():
+        return None
+    profile = resolve_profile(spec["hardware"])
+    with Store(spec["db"], read_only=True) as store:
+        last = store.last_tuning(spec["network"], profile.name, spec["batch_size"])
+    if last is None:
+        return None
+    same = (last["network_hash"] == network_hash
+            and last["profile_hash"] == profile_hash(profile)
+            and last["cost_model"] == spec["cost_model"]
+            and last["trials_budget"] == spec["trials"]
+            and last["scheduler"] == spec["scheduler"]
+            and last["flops_share"] == spec["flops_share"])
+    return last if same else None
+
+
+def network_hash(network: str, batch_size: int, input_size: int) -> str:
+    from tasks.tvm_env import structural_hash_hex
+    from tasks.workloads import import_to_relax
+
+    return structural_hash_hex(import_to_relax(network, batch_size, input_size))
+
+
+def run_retune(spec: dict[str, Any], tuning_id: str,
+               report: Callable[[str], None] = print) -> dict[str, Any]:
+    """Tune, then record the run and its curve in one transaction; returns the summary."""
+    from tasks.tuning import tune_network
+    from tasks.tvm_env import tvm_version
+
+    profile = resolve_profile(spec["hardware"])
+    work_dir = tuning_dir(spec["db"]) / tuning_id
+    result = tune_network(spec["network"], profile, work_dir, spec["trials"],
+                          minutes=spec["minutes"],
+                          cost_model=spec["model_path"] or "xgb", scheduler=spec["scheduler"],
+                          flops_share=spec["flops_share"], seed=spec["seed"],
+                          batch_size=spec["batch_size"], input_size=spec["input_size"],
+                          report=report)
+    row = {
+        "tuning_id": tuning_id, "network": spec["network"], "batch_size": spec["batch_size"],
+        "input_size": spec["input_size"], "network_hash": result.network_hash,
+        "hardware": profile.name, "profile_hash": profile_hash(profile),
+        "cost_model": spec["cost_model"], "scheduler": spec["scheduler"],
+        "trials_budget": spec["trials"], "minutes_budget": spec["minutes"],
+        "flops_share": spec["flops_share"], "seed": spec["seed"],
+        "tasks_total": result.tasks_total, "tasks_tuned": len(result.tasks_tuned),
+        "trials": result.trials, "errors": result.errors, "search_s": result.search_s,
+        "estimated_latency_s": result.estimated_s,
+        "untuned_latency_s": result.untuned["latency_s"],
+        "tuned_latency_s": result.tuned["latency_s"],
+        "tuned_run_secs": result.tuned["run_secs"],
+        "tuned_functions": result.tuned["tuned_functions"],
+        "tir_functions": result.tuned["tir_functions"],
+        "database_dir": str(work_dir), "tvm_version": tvm_version(),
+    }
+    curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
+              "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
+              "estimated_latency_s": p.estimated_s} for p in result.curve]
+    with Store(spec["db"]) as store, store.transaction():
+        store.upsert_hardware(profile.as_row())
+        store.record_tuning(row, curve)
+    return {"tuning_id": tuning_id, "network": spec["network"], "hardware": profile.name,
+            "cost_model": spec["cost_model"], "trials": result.trials,
+            "search_s": round(result.search_s, 1),
+            "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
+            "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
+            "speedup": round(result.speedup, 2), "database_dir": str(work_dir)}

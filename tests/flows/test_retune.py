@@ -1,0 +1,95 @@
+"""retune through the real CLI: a pre-trained model drives MetaSchedule on a small network, the
+tuned build really uses the tuned schedules, an unchanged request is skipped, a wall-clock
+budget stops the search, and bad requests are refused in one line before any work."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from storage.store import Store
+
+from tests.conftest import run_cli
+
+PROFILE = "cpu-znver3-avx2-1t"
+RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE]
+
+
+@pytest.fixture(scope="module")
+def store_with_model(seed_store, tmp_path_factory):
+    db = tmp_path_factory.mktemp("retune") / "store.duckdb"
+    shutil.copy(seed_store, db)
+    result = run_cli("pretrain", "--hardware", PROFILE, "--family", "xgb", "--params",
+                     json.dumps({"n_estimators": 30}), "--db", str(db))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with Store(db, read_only=True) as store:
+        (model_id,), = store.query("SELECT model_id FROM models")
+    return str(db), model_id
+
+
+def _tuning_rows(db):
+    with Store(db, read_only=True) as store:
+        cur = store.con.execute("SELECT * FROM tuning_runs ORDER BY created_at")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+@pytest.mark.slow
+def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_model):
+    db, model_id = store_with_model
+    result = run_cli(*RETUNE, "--trials", "16", "--scheduler", "gain", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = _tuning_rows(db)
+    assert run["cost_model"] == model_id  # the default: the best model for this profile
+    assert run["trials"] == 16 and run["tasks_tuned"] == 2 and run["tasks_total"] == 8
+    assert run["tuned_functions"] == 2  # the build really used the tuned schedules
+    assert run["tuned_latency_s"] < run["untuned_latency_s"]
+    records = Path(run["database_dir"]) / "database_tuning_record.json"
+    assert len(records.read_text().splitlines()) == 16  # exported MetaSchedule database
+    with Store(db, read_only=True) as store:
+        curve = store.query("SELECT trials, estimated_latency_s FROM tuning_curve WHERE "
+                            "tuning_id = ? ORDER BY point", [run["tuning_id"]])
+    assert [t for t, _ in curve] == sorted(t for t, _ in curve) and curve[-1][0] == 16
+    assert curve[-1][1] is not None  # both tasks measured: the estimate exists
+
+    again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "gain", "--db", db)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "retune skipped" in again.stdout + again.stderr
+    assert len(_tuning_rows(db)) == 1
+
+    timed = run_cli(*RETUNE, "--trials", "200", "--minutes", "0.05", "--cost-model",
+                    "metaschedule-xgb", "--db", db)
+    assert timed.returncode == 0, timed.stderr[-3000:]
+    newest = _tuning_rows(db)[-1]
+    assert newest["cost_model"] == "metaschedule-xgb" and newest["trials"] < 200
+    assert newest["minutes_budget"] == 0.05
+
+
+def test_a_model_for_other_features_is_refused(store_with_model):
+    db, model_id = store_with_model
+    with Store(db) as store:
+        row = store.model_row(model_id)
+        spec = {**json.loads(row["data_spec_json"]), "extractor": "tlp_primitive_sequence"}
+        store.register_model({**row, "model_id": "other-features",
+                              "data_spec_json": json.dumps(spec)})
+    result = run_cli(*RETUNE, "--cost-model", "other-features", "--db", db)
+    assert result.returncode == 2
+    assert "trained on 'tlp_primitive_sequence' features" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["retune", "resnet1000"], "unknown network 'resnet1000'"),
+    ([*RETUNE[:2], "--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
+    ([*RETUNE, "--trials", "0"], "expected a positive integer, got 0"),
+    ([*RETUNE, "--minutes", "-1"], "minutes must be positive"),
+    ([*RETUNE, "--flops-share", "1.5"], "flops share must be in (0, 1]"),
+    ([*RETUNE, "--cost-model", "no-such-model"], "no model 'no-such-model'"),
+])
+def test_bad_retune_requests(store_with_model, args, message):
+    db, _ = store_with_model
+    before = _tuning_rows(db)
+    result = run_cli(*args, "--db", db)
+    assert result.returncode == 2 and message in result.stderr
+    assert _tuning_rows(db) == before

@@ -1,0 +1,48 @@
+"""Task selection by FLOPs share and the tuning log (curve, estimate, deadline)."""
+
+import math
+import time
+
+import pytest
+
+from tasks.tuning import TaskShare, TuningLog, select_tasks
+from tenforge.errors import TenforgeError
+
+TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
+         TaskShare("conv_b", 100.0, 3), TaskShare("dense", 50.0, 1), TaskShare("add", 10.0, 5)]
+# importance: conv_a 600, conv_b 300, dense 50, add 50, reshape 0 -> total 1000
+
+
+@pytest.mark.parametrize("share, expected", [
+    (0.5, [0]),             # conv_a alone carries 60%
+    (0.9, [0, 2]),          # + conv_b (3 occurrences) = 90%
+    (0.95, [0, 2, 3]),      # + dense (ties with add: the earlier task first)
+    (1.0, [0, 2, 3, 4]),    # everything with FLOPs; zero-FLOP reshapes are never worth tuning
+])
+def test_select_tasks_by_flops_times_occurrences(share, expected):
+    assert select_tasks(TASKS, share) == expected
+
+
+def test_select_tasks_keeps_one_task_and_checks_the_share():
+    assert select_tasks([TaskShare("copy", 0.0, 1)], 0.9) == [0]
+    with pytest.raises(TenforgeError, match="flops share"):
+        select_tasks(TASKS, 0.0)
+
+
+def test_tuning_log_estimates_once_every_task_has_a_valid_run():
+    lines = []
+    log = TuningLog(["a", "b"], [2.0, 1.0], report=lines.append)
+    log.add(0, [[3e-3, 5e-3], None])  # mean 4 ms, and a failed candidate
+    assert log.estimated() is None and log.curve[-1].estimated_s is None
+    log.add(1, [[1e-3], [2e-3]])
+    log.add(0, [[1e-3]])
+    assert log.best == [1e-3, 1e-3]
+    assert math.isclose(log.estimated(), 2 * 1e-3 + 1e-3)
+    assert [p.trials for p in log.curve] == [2, 4, 5] and log.errors == 1
+    assert log.trials_per_task == [3, 2]
+    assert "estimated network latency 3.000 ms" in lines[-1]
+
+
+def test_tuning_log_deadline():
+    assert not TuningLog(["a"], [1.0]).past_deadline()
+    assert TuningLog(["a"], [1.0], deadline=time.monotonic() - 1).past_deadline()
