@@ -13,8 +13,9 @@ from tasks import prefect_tasks as t
 @flow(name="retune", log_prints=True)
 def retune(network: str = "tiny_cnn", hardware: str = "local", trials: int = 64,
            minutes: float | None = None, cost_model: str | None = None,
-           scheduler: str = "gradient", flops_share: float = 0.9, batch_size: int = 1,
-           seed: int = 0, force: bool = False, db: str | None = None) -> dict:
+           scheduler: str = "gradient", flops_share: float = 0.9, population: int = 256,
+           batch_size: int = 1, seed: int = 0, force: bool = False,
+           db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -26,6 +27,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: int = 64,
             empty for the best registered model for this hardware.
         scheduler: gradient (MetaSchedule's), round-robin, or gain (tenforge's).
         flops_share: tune only the tasks that carry this share of FLOPs x occurrences.
+        population: candidates the evolutionary search keeps per round (MetaSchedule's default
+            is 512; every round scores all of them with the cost model, so smaller is faster
+            and explores less).
         batch_size: the network's batch size.
         seed: seeds the search.
         force: tune even if network, profile, cost model and budget are unchanged.
@@ -34,7 +38,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: int = 64,
     from tasks.retune import unchanged_since_last, validate_retune
 
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
-                           flops_share, batch_size, seed)
+                           flops_share, batch_size, seed, population)
     run_id = current_run_id()
     with recorded_run(spec["db"], run_id, "retune", spec, spec["hardware"]) as out:
         current = t.network_hash(network, batch_size, spec["input_size"])

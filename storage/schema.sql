@@ -169,6 +169,7 @@ CREATE TABLE tuning_runs (
     trials_budget       INTEGER NOT NULL,
     minutes_budget      DOUBLE,
     flops_share         DOUBLE NOT NULL,
+    population          INTEGER NOT NULL,     -- evolutionary search population per round
     seed                INTEGER NOT NULL,
     tasks_total         INTEGER NOT NULL,
     tasks_tuned         INTEGER NOT NULL,

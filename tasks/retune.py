@@ -64,7 +64,8 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
 
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
-                    flops_share: float, batch_size: int, seed: int) -> dict[str, Any]:
+                    flops_share: float, batch_size: int, seed: int,
+                    population: int = 256) -> dict[str, Any]:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from tasks.collect import default_db, prepare_db_path
@@ -74,7 +75,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     definition = network_def(network)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
-    for label, value in (("trials", trials), ("batch size", batch_size)):
+    for label, value in (("trials", trials), ("batch size", batch_size),
+                         ("population", population)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise TenforgeError(f"{label} must be a positive integer, got {value!r}")
     if minutes is not None and not minutes > 0:
@@ -106,7 +108,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
             "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,
             "scheduler": scheduler, "flops_share": flops_share, "batch_size": batch_size,
-            "input_size": definition.default_size, "seed": seed}
+            "input_size": definition.default_size, "seed": seed,
+            "population": population}
 
 
 def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, Any] | None:
@@ -124,7 +127,8 @@ def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, A
             and last["cost_model"] == spec["cost_model"]
             and last["trials_budget"] == spec["trials"]
             and last["scheduler"] == spec["scheduler"]
-            and last["flops_share"] == spec["flops_share"])
+            and last["flops_share"] == spec["flops_share"]
+            and last["population"] == spec["population"])
     return last if same else None
 
 
@@ -147,6 +151,7 @@ def run_retune(spec: dict[str, Any], tuning_id: str,
                           minutes=spec["minutes"],
                           cost_model=spec["model_path"] or "xgb", scheduler=spec["scheduler"],
                           flops_share=spec["flops_share"], seed=spec["seed"],
+                          population=spec["population"],
                           batch_size=spec["batch_size"], input_size=spec["input_size"],
                           report=report)
     row = {
@@ -156,6 +161,7 @@ def run_retune(spec: dict[str, Any], tuning_id: str,
         "cost_model": spec["cost_model"], "scheduler": spec["scheduler"],
         "trials_budget": spec["trials"], "minutes_budget": spec["minutes"],
         "flops_share": spec["flops_share"], "seed": spec["seed"],
+        "population": spec["population"],
         "tasks_total": result.tasks_total, "tasks_tuned": len(result.tasks_tuned),
         "trials": result.trials, "errors": result.errors, "search_s": result.search_s,
         "estimated_latency_s": result.estimated_s,

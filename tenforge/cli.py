@@ -253,7 +253,8 @@ def cmd_retune(args: argparse.Namespace) -> int:
 
     params = dict(network=args.network, hardware=args.hardware, trials=args.trials,
                   minutes=args.minutes, cost_model=args.cost_model, scheduler=args.scheduler,
-                  flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed)
+                  flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed,
+                  population=args.population)
     validate_retune(args.db, **params)
     from flows.retune import retune
 
@@ -395,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default="gradient", choices=["gradient", "round-robin", "gain"])
     p.add_argument("--flops-share", type=float, default=0.9,
                    help="tune the tasks that carry this share of FLOPs x occurrences")
+    p.add_argument("--population", type=_positive, default=256,
+                   help="evolutionary search population per round (smaller: faster rounds)")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true",

@@ -13,7 +13,7 @@ from storage.store import Store
 from tests.conftest import run_cli
 
 PROFILE = "cpu-znver3-avx2-1t"
-RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE]
+RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE, "--population", "32"]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_a_model_for_other_features_is_refused(store_with_model):
 
 @pytest.mark.parametrize("args, message", [
     (["retune", "resnet1000"], "unknown network 'resnet1000'"),
-    ([*RETUNE[:2], "--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
+    (["retune", "tiny_cnn", "--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
     ([*RETUNE, "--trials", "0"], "expected a positive integer, got 0"),
     ([*RETUNE, "--minutes", "-1"], "minutes must be positive"),
     ([*RETUNE, "--flops-share", "1.5"], "flops share must be in (0, 1]"),
