@@ -1,25 +1,27 @@
 """The `pipeline` flow: the main job on embedded defaults (local CPU, a DuckDB file, Prefect's
 ephemeral API): load the shipped seed dataset into an empty store, collect on two small networks,
 run a small cost-model search on everything the store holds, pre-train the winner's
-configuration on the seed's profiles and fine-tune it to the local one, then show what is
-there."""
+configuration on the seed's profiles and fine-tune it to the local one, retune a small network
+with MetaSchedule's own cost model and with the fine-tuned one, then show what is there."""
 
 from __future__ import annotations
 
 from prefect import flow
 
 from flows.collect import collect
+from flows.retune import retune
 from flows.search import search
 from flows.transfer import pretrain, transfer
 from tasks.prefect_tasks import load_seed_if_empty
 from tasks.collect import default_db, prepare_db_path
-from storage.reports import measurement_summary, model_leaderboard
+from storage.reports import measurement_summary, model_leaderboard, tuning_comparison
 
 
 @flow(name="pipeline", log_prints=True)
 def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
              candidates_per_task: int = 4, seed: int = 0, db: str | None = None,
-             search_trials: int = 4, search_budget_s: float = 120.0) -> dict:
+             search_trials: int = 4, search_budget_s: float = 120.0,
+             retune_network: str = "tiny_cnn", retune_trials: int = 16) -> dict:
     """Seed an empty store, collect a few candidates per task of small networks on `hardware`,
     then summarize.
 
@@ -31,6 +33,8 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
         db: DuckDB file (default: $TENFORGE_DB or data/tenforge.duckdb).
         search_trials: trials of the small search (xgb and mlp; `tenforge search` for more).
         search_budget_s: time budget of that search.
+        retune_network: the network retuned at the end, with the baseline and learned model.
+        retune_trials: measured candidates per retune.
     """
     db_path = str(prepare_db_path(db or default_db()))
     seeded = load_seed_if_empty(db_path)
@@ -39,9 +43,14 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     found = search(families=["xgb", "mlp"], trials=search_trials,
                    time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=db_path)
     adapted = _pretrain_and_transfer(db_path, hardware, found["model_id"], seed)
+    learned = (adapted or found)["model_id"]
+    tuned = {model: retune(network=retune_network, hardware=hardware, trials=retune_trials,
+                           cost_model=model, population=64, seed=seed, db=db_path)
+             for model in ("metaschedule-xgb", learned)}
     print(measurement_summary(db_path))
     print(model_leaderboard(db_path))
-    return {**summary, "seed": seeded, "search": found, "transfer": adapted}
+    print(tuning_comparison(db_path, retune_network, summary["hardware"]))
+    return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 
 
 def _pretrain_and_transfer(db: str, hardware: str, winner: str, seed: int) -> dict | None:

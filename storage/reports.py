@@ -60,3 +60,22 @@ def model_leaderboard(db: str, limit: int = 20) -> str:
     header = ["model", "kind", "parent", "split", "train rows", "test peak1", "test pairwise",
               "train s", "study #trial", "created"]
     return format_table(header, rows) if rows else f"no registered models in {db}"
+
+
+def tuning_comparison(db: str, network: str, hardware: str) -> str:
+    """The newest tuning run of `network` on `hardware` per cost model, side by side."""
+    with Store(db, read_only=True) as store:
+        rows = store.query(
+            "SELECT cost_model, scheduler, trials, round(search_s, 1), "
+            "round(untuned_latency_s * 1e3, 4), round(tuned_latency_s * 1e3, 4), "
+            "round(untuned_latency_s / tuned_latency_s, 2), "
+            "round(estimated_latency_s * 1e3, 4), tuned_functions || '/' || tir_functions, "
+            "tuning_id FROM tuning_runs WHERE network = ? AND hardware = ? "
+            "QUALIFY row_number() OVER (PARTITION BY cost_model ORDER BY created_at DESC) = 1 "
+            "ORDER BY tuned_latency_s", [network, hardware])
+    header = ["cost model", "scheduler", "trials", "search s", "untuned ms", "tuned ms",
+              "speedup", "est. tasks ms", "tuned fns", "tuning id"]
+    if not rows:
+        return f"no tuning runs of {network} on {hardware} in {db}"
+    return (f"\n{network} on {hardware}, end to end (median; 'est. tasks ms' = tuned tasks' "
+            f"summed cold-cache latencies):\n" + format_table(header, rows))

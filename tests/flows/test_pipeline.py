@@ -19,7 +19,7 @@ def test_pipeline_on_a_fresh_store(db):
         assert seeded == len(find_shards(SEED_DIR))
         flows = dict(store.query("SELECT flow, count(*) FROM runs WHERE status = 'completed' "
                                  "AND NOT summary_json LIKE '%loaded_from_seed_shard%' GROUP BY 1"))
-        assert flows == {"collect": 1, "search": 1, "pretrain": 1, "transfer": 1}
+        assert flows == {"collect": 1, "search": 1, "pretrain": 1, "transfer": 1, "retune": 2}
         local = store.scalar("SELECT count(*) FROM v_measurements WHERE hardware NOT IN "
                              "(SELECT DISTINCT hardware FROM runs WHERE summary_json LIKE "
                              "'%loaded_from_seed%')")
@@ -28,4 +28,6 @@ def test_pipeline_on_a_fresh_store(db):
                             "created_at")
         assert len(kinds) == 3  # search winner, pre-trained on the seed, fine-tuned to local
         assert kinds[2][1] == kinds[1][0]
-    assert "fastest_us" in out and "test peak1" in out  # the two summary tables
+        tuned = dict(store.query("SELECT cost_model, tuned_functions FROM tuning_runs"))
+        assert tuned == {"metaschedule-xgb": 2, kinds[2][0]: 2}  # baseline, fine-tuned model
+    assert "fastest_us" in out and "test peak1" in out and "tuned ms" in out  # the summaries

@@ -1,0 +1,177 @@
+"""Tuning networks with learned cost models vs MetaSchedule's own, at the same trial budget.
+
+For each network, on one hardware profile, in one run, MetaSchedule tunes the tasks carrying
+90% of the FLOPs (gradient task scheduler, same population and seed) driven by
+  (a) MetaSchedule's XGBModel, trained from scratch while tuning (the baseline),
+  (b) tenforge's pre-trained model: trained on the source profile's seed measurements,
+  (c) that model transferred: fine-tuned ("full") on --samples measurements of the target.
+The benchmarked networks' tasks are left out of (b)'s and (c)'s training data, so the models
+have never seen the workloads they tune. Then each tuned network is compiled with its tuning
+database and timed end to end (median of 20 warm runs, the profile's threads), next to the
+untuned build and PyTorch eager on the same input and thread count.
+
+Reported per network and cost model: final end-to-end latency, the tuned tasks' estimated
+latency (sum of occurrences x best cold-cache task latency, the curve MetaSchedule optimizes),
+search time, and the search-time speedup = time (a) took to reach its final estimated latency /
+time the model took to reach that same latency ("never" when it did not). Curves -> PNG.
+
+    .venv/bin/python bench/tuning.py [--networks tiny_cnn,resnet18] [--trials 256]
+        [--hardware cpu-znver3-avx2-1t] [--source cpu-znver3-sse42-1t] [--out bench/out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tenforge.cli import bootstrap  # noqa: E402
+
+bootstrap()
+
+from models.dataset import DataSpec, load_dataset  # noqa: E402
+from models.registry import create_model  # noqa: E402
+from models.transfer import fine_tune  # noqa: E402
+from storage.reports import format_table  # noqa: E402
+from storage.seed import load_shards  # noqa: E402
+from tasks.hardware import resolve_profile  # noqa: E402
+from tasks.networks import ZOO, build_network  # noqa: E402
+from tasks.tuning import TuningResult, tune_network  # noqa: E402
+
+
+def train_models(db: str, source: str, target: str, exclude: list[str], family: str,
+                 samples: int, seed: int, work: Path) -> dict[str, str]:
+    """(b) pre-trained on `source`, (c) fine-tuned to `target`; neither sees `exclude`."""
+    others = tuple(n for n in ZOO if n not in exclude)
+    source_data = load_dataset(db, DataSpec(hardware=(source,), networks=others))
+    model = create_model(family, seed=seed)
+    model.fit(source_data)
+    model.save(work / "pretrained")
+    target_data = load_dataset(db, DataSpec(hardware=(target,), networks=others))
+    rng = np.random.default_rng(seed)
+    chosen = target_data.subset(np.sort(rng.choice(len(target_data),
+                                                   size=min(samples, len(target_data)),
+                                                   replace=False)))
+    transferred, _ = fine_tune(work / "pretrained", "full", chosen, seed=seed)
+    transferred.save(work / "transferred")
+    print(f"pre-trained {family} on {source_data.describe()} of {source}; fine-tuned on "
+          f"{len(chosen)} samples of {target} (networks {', '.join(others)})", flush=True)
+    return {"(b) pre-trained": str(work / "pretrained"),
+            "(c) transferred": str(work / "transferred")}
+
+
+def torch_eager_ms(network: str, threads: int, runs: int = 20) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    model, inputs = build_network(network, 1)
+    with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            model(*inputs)
+            times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def curve(result: TuningResult) -> tuple[list[int], list[float], list[float]]:
+    points = [p for p in result.curve if p.estimated_s is not None]
+    return ([p.trials for p in points], [p.wall_s for p in points],
+            [p.estimated_s * 1e3 for p in points])
+
+
+def time_to_reach(result: TuningResult, latency_ms: float) -> float | None:
+    for _, wall, est in zip(*curve(result)):
+        if est <= latency_ms * (1 + 1e-9):
+            return wall
+    return None
+
+
+def plot(results: dict[str, dict[str, TuningResult]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(results), 2, figsize=(11, 3.6 * len(results)), squeeze=False)
+    for row, (network, by_model) in enumerate(results.items()):
+        for label, result in by_model.items():
+            trials, wall, est = curve(result)
+            axes[row][0].step(trials, est, where="post", label=label)
+            axes[row][1].step(wall, est, where="post", label=label)
+        for col, xlabel in enumerate(("trials", "search wall time (s)")):
+            axes[row][col].set_xlabel(xlabel)
+            axes[row][col].set_ylabel("estimated latency (ms)")
+            axes[row][col].set_title(f"{network}: best so far vs {xlabel.split(' (')[0]}")
+            axes[row][col].grid(alpha=0.3)
+        axes[row][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--networks", default="tiny_cnn,resnet18")
+    parser.add_argument("--hardware", default="cpu-znver3-avx2-1t", help="the target profile")
+    parser.add_argument("--source", default="cpu-znver3-sse42-1t",
+                        help="profile whose seed data pre-trains (b)")
+    parser.add_argument("--trials", type=int, default=256)
+    parser.add_argument("--population", type=int, default=64)
+    parser.add_argument("--family", default="xgb")
+    parser.add_argument("--samples", type=int, default=200, help="target samples for (c)")
+    parser.add_argument("--db", help="store (default: the seed, loaded into a temp store)")
+    parser.add_argument("--out", default="bench/out", help="folder for the PNG")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    networks = [n for n in args.networks.split(",") if n]
+    profile = resolve_profile(args.hardware)
+    work = Path(tempfile.mkdtemp(prefix="tenforge-tuning-"))
+    db = args.db or str(work / "seed.duckdb")
+    if args.db is None:
+        load_shards(db, progress=lambda _: None)
+    models = {"(a) MetaSchedule xgb": "xgb",
+              **train_models(db, args.source, profile.name, networks, args.family,
+                             args.samples, args.seed, work)}
+    results: dict[str, dict[str, TuningResult]] = {}
+    rows = []
+    for network in networks:
+        eager = torch_eager_ms(network, profile.num_threads)
+        for label, cost_model in models.items():
+            print(f"== {network} with {label}", flush=True)
+            results.setdefault(network, {})[label] = tune_network(
+                network, profile, work / network / label[1], args.trials,
+                cost_model=cost_model, scheduler="gradient", population=args.population,
+                seed=args.seed, report=lambda line: print("   ", line, flush=True))
+        baseline = results[network]["(a) MetaSchedule xgb"]
+        base_final = curve(baseline)[2][-1]
+        base_time = time_to_reach(baseline, base_final)
+        for label, result in results[network].items():
+            reach = time_to_reach(result, base_final)
+            rows.append((network, label, result.trials, round(result.tuned["latency_s"] * 1e3, 4),
+                         round(result.untuned["latency_s"] * 1e3, 4), round(eager, 4),
+                         round(curve(result)[2][-1], 4), round(result.search_s, 1),
+                         "never" if reach is None else round(reach, 1),
+                         "-" if reach is None else round(base_time / max(reach, 1e-9), 2)))
+    print(f"\nTuning on {profile.name} ({profile.num_threads} thread(s)), {args.trials} trials, "
+          f"population {args.population}, gradient scheduler, tasks with 90% of FLOPs:")
+    print(format_table(["network", "cost model", "trials", "tuned ms", "untuned ms",
+                        "torch ms", "est. ms", "search s", "s to (a)'s final",
+                        "search-time speedup"], rows))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    png = out / "tuning_curves.png"
+    plot(results, png)
+    print(f"\ncurves: {png}  (tuning databases under {work})")
+
+
+if __name__ == "__main__":
+    main()
