@@ -41,14 +41,18 @@ from models.transfer import fine_tune  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
-from tasks.networks import ZOO, build_network  # noqa: E402
+from tasks.networks import build_network  # noqa: E402
 from tasks.tuning import TuningResult, tune_network  # noqa: E402
 
 
 def train_models(db: str, source: str, target: str, exclude: list[str], family: str,
                  samples: int, seed: int, work: Path) -> dict[str, str]:
     """(b) pre-trained on `source`, (c) fine-tuned to `target`; neither sees `exclude`."""
-    others = tuple(n for n in ZOO if n not in exclude)
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        stored = [n for (n,) in store.query("SELECT DISTINCT name FROM networks ORDER BY 1")]
+    others = tuple(n for n in stored if n not in exclude)
     source_data = load_dataset(db, DataSpec(hardware=(source,), networks=others))
     model = create_model(family, seed=seed)
     model.fit(source_data)
