@@ -7,8 +7,10 @@ top-5 peak score, pairwise accuracy and training time on the held-out target tas
   (a) training from scratch on the N samples,
   (b) the pre-trained model with no fine-tuning (N = 0),
   (c) each fine-tuning strategy: full, head, residual, multi_head,
-and the reference "scratch on all target data". Then a pruning table: fraction of the training
-data kept vs the same metrics (XGBoost, by_task split over every profile).
+and the reference "scratch on all target data". Samples are drawn whole tasks at a time (up to
+16 candidates of each; models.splits.sample_by_task). Then a pruning table: fraction of the
+training data kept, whole tasks by importance or an equal cap per task, vs the same metrics
+(XGBoost, by_task split over every profile).
 
     .venv/bin/python bench/transfer.py [--family mlp] [--ns 0,50,200,1000,all] [--repeats 3]
 """
@@ -32,7 +34,7 @@ from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import evaluate  # noqa: E402
 from models.pruning import PruneSpec, prune  # noqa: E402
 from models.registry import create_model  # noqa: E402
-from models.splits import SplitSpec, make_split  # noqa: E402
+from models.splits import SplitSpec, make_split, sample_by_task  # noqa: E402
 from models.transfer import fine_tune  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
@@ -109,8 +111,7 @@ def main() -> None:
         draws = 1 if n == pool.size else args.repeats
         per_method: dict[str, list] = {}
         for r in range(draws):
-            rng = np.random.default_rng(args.seed + r)
-            chosen = target.subset(np.sort(rng.choice(pool, size=n, replace=False)))
+            chosen = target.subset(sample_by_task(target, pool, n, args.seed + r))
             scratch = create_model(args.family, seed=args.seed + r, **params)
             info = scratch.fit(chosen)
             per_method.setdefault("scratch", []).append(
@@ -146,16 +147,19 @@ def main() -> None:
     train, test = everything.subset(split.train), everything.subset(split.test)
     prows = []
     for fraction in (float(f) for f in args.fractions.split(",")):
-        kept = prune(train, PruneSpec(keep_fraction=fraction,
-                                      hopeless_below=0.0 if fraction == 1.0 else 0.02))
-        model = create_model("xgb", seed=args.seed)
-        info = model.fit(train.subset(kept))
-        m = scores(model, test)
-        prows.append((fraction, round(kept.size / len(train), 3), kept.size,
-                      *(round(m[k], 4) for k in METRICS), round(info["train_s"], 1)))
+        for mode in (("tasks",) if fraction == 1.0 else ("tasks", "per_task")):
+            kept = prune(train, PruneSpec(keep_fraction=fraction, mode=mode, seed=args.seed,
+                                          hopeless_below=0.0 if fraction == 1.0 else 0.02))
+            model = create_model("xgb", seed=args.seed)
+            info = model.fit(train.subset(kept))
+            m = scores(model, test)
+            prows.append((fraction, "none" if fraction == 1.0 else mode,
+                          round(kept.size / len(train), 3), kept.size,
+                          *(round(m[k], 4) for k in METRICS), round(info["train_s"], 1)))
     print(f"\nPruning (xgb, by_task over {', '.join(everything.hardware_names)}; test = "
           f"{len(test)} candidates of held-out tasks):")
-    print(format_table(["asked", "kept", "rows", "top1", "top5", "pairwise", "train s"], prows))
+    print(format_table(["asked", "mode", "kept", "rows", "top1", "top5", "pairwise", "train s"],
+                       prows))
 
 
 if __name__ == "__main__":

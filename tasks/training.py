@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from models.dataset import DataSpec, Dataset, load_dataset
-from models.splits import Split, SplitSpec, make_split
+from models.splits import Split, SplitSpec, make_split, sample_by_task
 from storage.store import Store
 from tenforge.errors import TenforgeError
 
@@ -177,10 +177,9 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
              strategy: str, networks: list[str], seed: int, flow_run_id: str | None,
              log: Callable[[str], None] = print) -> dict[str, Any]:
     """Fine-tune a registered model to `hardware` from `samples` target measurements (None =
-    all) drawn from the target's training tasks; score it on held-out target tasks; register
-    it as a child of the parent."""
-    import numpy as np
-
+    all) drawn from the target's training tasks, whole tasks at a time (models.splits.
+    sample_by_task); score it on held-out target tasks; register it as a child of the
+    parent."""
     from models.evaluate import evaluate
     from models.transfer import fine_tune
 
@@ -197,8 +196,7 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
     if samples is not None and samples > pool.size:
         raise TenforgeError(f"asked for {samples} target samples but {hardware} has only "
                             f"{pool.size} measurements in its training tasks")
-    chosen = pool if samples is None else np.sort(
-        np.random.default_rng(seed).choice(pool, size=samples, replace=False))
+    chosen = pool if samples is None else sample_by_task(data, pool, samples, seed)
     train, test = data.subset(chosen), data.subset(split.test)
     model, info = fine_tune(parent["path"], strategy, train, seed=seed)
     metrics = evaluate(model, test)

@@ -25,7 +25,21 @@ def test_prune_drops_invalid_and_hopeless_and_keeps_important_tasks():
         np.isfinite(data.latency).sum()
 
 
+def test_per_task_pruning_keeps_every_task_with_an_equal_cap():
+    data = synthetic_dataset(n_groups=6, per_group=20)
+    kept = prune(data, PruneSpec(keep_fraction=0.5, hopeless_below=0.0, mode="per_task"))
+    valid = np.isfinite(data.latency)
+    assert kept.size == int(0.5 * len(data)) and valid[kept].all()
+    per_task = np.bincount(data.group[kept], minlength=data.n_groups)
+    assert (per_task > 0).all()  # no task lost
+    assert per_task.max() - per_task.min() <= 1 or (per_task == np.bincount(
+        data.group[valid], minlength=data.n_groups)).any()  # equal caps, or a task ran out
+    again = prune(data, PruneSpec(keep_fraction=0.5, hopeless_below=0.0, mode="per_task"))
+    np.testing.assert_array_equal(kept, again)  # seeded
+
+
 @pytest.mark.parametrize("kwargs, message", [
+    ({"mode": "random"}, "pruning mode must be"),
     ({"keep_fraction": 0}, "keep_fraction must be in"),
     ({"hopeless_below": 1.5}, "hopeless_below must be in"),
 ])
