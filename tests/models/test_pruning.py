@@ -15,7 +15,7 @@ def test_prune_drops_invalid_and_hopeless_and_keeps_important_tasks():
     data = synthetic_dataset(n_groups=6, per_group=20)
     flops = np.array([1e9, 1e6, 5e8, 1e3, 2e9, 1e7])
     data = replace(data, group_flops=flops)
-    kept = prune(data, PruneSpec(keep_fraction=0.5, hopeless_below=0.05))
+    kept = prune(data, PruneSpec(keep_fraction=0.5, hopeless_below=0.05, mode="tasks"))
     assert np.isfinite(data.latency[kept]).all() and (data.label[kept] >= 0.05).all()
     groups = set(data.group[kept].tolist())
     ranked = list(np.argsort(-task_importance(data)))
