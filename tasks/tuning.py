@@ -256,7 +256,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     if trials_per_iter is None:  # every task gets at least two rounds of the budget
         trials_per_iter = max(4, min(64, trials // (2 * len(chosen))))
     log = TuningLog([shares[i].name for i in chosen], [float(w) for w in weights],
-                    deadline=time.monotonic() + 60 * minutes if minutes else None, report=report)
+                    report=report)
     if cost_model == "xgb":
         model: Any = "xgb"
     else:
@@ -268,7 +268,8 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
-        log.started = time.monotonic()
+        log.started = time.monotonic()  # the search budget starts now, after the untuned run
+        log.deadline = log.started + 60 * minutes if minutes else None
         ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
                       max_trials_global=trials, num_trials_per_iter=trials_per_iter,
                       builder=ms_builder(measurer), runner=ms_runner(measurer),
