@@ -39,6 +39,15 @@ def prepare_db_path(db: str | Path) -> Path:
     return path
 
 
+def check_positive_ints(**values: object) -> None:
+    """Refuse the first value that is not a positive integer (bools are not integers here);
+    names are keyword names, shown with spaces: measure_batch -> "measure batch"."""
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise TenforgeError(f"{name.replace('_', ' ')} must be a positive integer, "
+                                f"got {value!r}")
+
+
 def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task: int,
                      batch_size: int, measure_batch: int = 16) -> HardwareProfile:
     """Check every collect parameter before anything is written; return the profile."""
@@ -48,10 +57,8 @@ def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task
         raise TenforgeError("networks is empty; name at least one (`tenforge networks`)")
     for name in networks:
         network_def(name)
-    for label, value in (("candidates per task", candidates_per_task),
-                         ("batch size", batch_size), ("measure batch", measure_batch)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise TenforgeError(f"{label} must be a positive integer, got {value!r}")
+    check_positive_ints(candidates_per_task=candidates_per_task, batch_size=batch_size,
+                        measure_batch=measure_batch)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     return profile

@@ -15,10 +15,10 @@ from typing import Any, Callable
 
 from storage.store import Store
 from tasks.hardware import HardwareProfile, check_runnable_here, resolve_profile
+from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
 from tenforge.errors import TenforgeError
 
 BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
-FEATURE_EXTRACTOR = "per_store_feature_v1"  # what the MetaSchedule adapter feeds a model
 
 
 def tuning_dir(db: str) -> Path:
@@ -68,17 +68,14 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     population: int = 256) -> dict[str, Any]:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from tasks.collect import default_db, prepare_db_path
+    from tasks.collect import check_positive_ints, default_db, prepare_db_path
     from tasks.networks import network_def
     from tasks.tuning import SCHEDULERS
 
     definition = network_def(network)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
-    for label, value in (("trials", trials), ("batch size", batch_size),
-                         ("population", population)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise TenforgeError(f"{label} must be a positive integer, got {value!r}")
+    check_positive_ints(trials=trials, batch_size=batch_size, population=population)
     if minutes is not None and not minutes > 0:
         raise TenforgeError(f"minutes must be positive (or omitted for no time limit), "
                             f"got {minutes!r}")
