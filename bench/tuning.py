@@ -1,7 +1,7 @@
 """Tuning networks with learned cost models vs MetaSchedule's own, at the same trial budget.
 
 For each network, on one hardware profile, in one run, MetaSchedule tunes the tasks carrying
-90% of the FLOPs (gradient task scheduler, same population and seed) driven by
+90% of the FLOPs (same task scheduler, population and seed) driven by
   (a) MetaSchedule's XGBModel, trained from scratch while tuning (the baseline),
   (b) tenforge's pre-trained model: trained on the source profile's seed measurements,
   (c) that model transferred: fine-tuned ("full") on --samples measurements of the target.
@@ -13,7 +13,8 @@ untuned build and PyTorch eager on the same input and thread count.
 Reported per network and cost model: final end-to-end latency, the tuned tasks' estimated
 latency (sum of occurrences x best cold-cache task latency, the curve MetaSchedule optimizes),
 search time, and the search-time speedup = time (a) took to reach its final estimated latency /
-time the model took to reach that same latency ("never" when it did not). Curves -> PNG.
+time the model took to reach that same latency ("never" when it did not); the same ratio in
+trials (robust to a noisy machine). Curves -> PNG and JSON.
 
     .venv/bin/python bench/tuning.py [--networks tiny_cnn,resnet18] [--trials 256]
         [--hardware cpu-znver3-avx2-1t] [--source cpu-znver3-sse42-1t] [--out bench/out]
@@ -22,9 +23,11 @@ time the model took to reach that same latency ("never" when it did not). Curves
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +40,7 @@ bootstrap()
 
 from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.registry import create_model  # noqa: E402
+from models.splits import sample_by_task  # noqa: E402
 from models.transfer import fine_tune  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
@@ -58,10 +62,9 @@ def train_models(db: str, source: str, target: str, exclude: list[str], family: 
     model.fit(source_data)
     model.save(work / "pretrained")
     target_data = load_dataset(db, DataSpec(hardware=(target,), networks=others))
-    rng = np.random.default_rng(seed)
-    chosen = target_data.subset(np.sort(rng.choice(len(target_data),
-                                                   size=min(samples, len(target_data)),
-                                                   replace=False)))
+    # whole tasks at a time, as the transfer flow does (ranking pairs live inside a task)
+    chosen = target_data.subset(sample_by_task(target_data, np.arange(len(target_data)),
+                                               samples, seed))
     transferred, _ = fine_tune(work / "pretrained", "full", chosen, seed=seed)
     transferred.save(work / "transferred")
     print(f"pre-trained {family} on {source_data.describe()} of {source}; fine-tuned on "
@@ -92,10 +95,11 @@ def curve(result: TuningResult) -> tuple[list[int], list[float], list[float]]:
             [p.estimated_s * 1e3 for p in points])
 
 
-def time_to_reach(result: TuningResult, latency_ms: float) -> float | None:
-    for _, wall, est in zip(*curve(result)):
+def reach(result: TuningResult, latency_ms: float) -> tuple[int, float] | None:
+    """(trials, wall seconds) at which `result`'s estimate first got to `latency_ms`."""
+    for trials, wall, est in zip(*curve(result)):
         if est <= latency_ms * (1 + 1e-9):
-            return wall
+            return trials, wall
     return None
 
 
@@ -129,6 +133,7 @@ def main() -> None:
                         help="profile whose seed data pre-trains (b)")
     parser.add_argument("--trials", type=int, default=256)
     parser.add_argument("--population", type=int, default=64)
+    parser.add_argument("--scheduler", default="gradient", help="task scheduler for all three")
     parser.add_argument("--family", default="xgb")
     parser.add_argument("--samples", type=int, default=200, help="target samples for (c)")
     parser.add_argument("--db", help="store (default: the seed, loaded into a temp store)")
@@ -153,27 +158,31 @@ def main() -> None:
             print(f"== {network} with {label}", flush=True)
             results.setdefault(network, {})[label] = tune_network(
                 network, profile, work / network / label[1], args.trials,
-                cost_model=cost_model, scheduler="gradient", population=args.population,
+                cost_model=cost_model, scheduler=args.scheduler, population=args.population,
                 seed=args.seed, report=lambda line: print("   ", line, flush=True))
         baseline = results[network]["(a) MetaSchedule xgb"]
         base_final = curve(baseline)[2][-1]
-        base_time = time_to_reach(baseline, base_final)
+        base_trials, base_time = reach(baseline, base_final)
         for label, result in results[network].items():
-            reach = time_to_reach(result, base_final)
+            got = reach(result, base_final)
             rows.append((network, label, result.trials, round(result.tuned["latency_s"] * 1e3, 4),
                          round(result.untuned["latency_s"] * 1e3, 4), round(eager, 4),
                          round(curve(result)[2][-1], 4), round(result.search_s, 1),
-                         "never" if reach is None else round(reach, 1),
-                         "-" if reach is None else round(base_time / max(reach, 1e-9), 2)))
+                         "never" if got is None else f"{got[0]} / {got[1]:.0f} s",
+                         "-" if got is None else round(base_time / max(got[1], 1e-9), 2),
+                         "-" if got is None else round(base_trials / got[0], 2)))
     print(f"\nTuning on {profile.name} ({profile.num_threads} thread(s)), {args.trials} trials, "
-          f"population {args.population}, gradient scheduler, tasks with 90% of FLOPs:")
+          f"population {args.population}, {args.scheduler} scheduler, tasks with 90% of FLOPs:")
     print(format_table(["network", "cost model", "trials", "tuned ms", "untuned ms",
-                        "torch ms", "est. ms", "search s", "s to (a)'s final",
-                        "search-time speedup"], rows))
+                        "torch ms", "est. ms", "search s", "to (a)'s final (trials / s)",
+                        "search-time speedup", "trial speedup"], rows))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = out / "tuning_curves.png"
     plot(results, png)
+    curves = {net: {label: [asdict(p) for p in r.curve] for label, r in by.items()}
+              for net, by in results.items()}
+    (out / "tuning_curves.json").write_text(json.dumps(curves))
     print(f"\ncurves: {png}  (tuning databases under {work})")
 
 

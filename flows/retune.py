@@ -25,7 +25,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: int = 64,
         minutes: wall-clock budget for the search; stops early when spent (default: none).
         cost_model: a registered model id, 'metaschedule-xgb' for MetaSchedule's own, or
             empty for the best registered model for this hardware.
-        scheduler: gradient (MetaSchedule's), round-robin, or gain (tenforge's).
+        scheduler: gradient (MetaSchedule's), round-robin, gain (tenforge's: by expected
+            gain), or dual (gain over every (task, design space) pair, GTA-style).
         flops_share: tune only the tasks that carry this share of FLOPs x occurrences.
         population: candidates the evolutionary search keeps per round (MetaSchedule's default
             is 512; every round scores all of them with the cost model, so smaller is faster

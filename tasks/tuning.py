@@ -27,10 +27,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from tasks.constraints import constraint_postproc, rules_for
 from tasks.hardware import HardwareProfile
 from tenforge.errors import TenforgeError
 
-SCHEDULERS = ("gradient", "round-robin", "gain")
+SCHEDULERS = ("gradient", "round-robin", "gain", "dual")
 
 
 @dataclass(frozen=True)
@@ -74,22 +75,32 @@ class CurvePoint:
 
 @dataclass
 class TuningLog:
-    """What happened during tuning, filled by the measure callback."""
+    """What happened during tuning, filled by the measure callback.
+
+    MetaSchedule tunes "contexts"; usually one per task, but the dual scheduler gives each of a
+    task's design spaces its own context. `context_task` maps a context to its task (identity
+    when omitted); a task's best is the best over its contexts."""
 
     task_names: list[str]
     task_weights: list[float]
+    context_task: list[int] | None = None
     deadline: float | None = None  # time.monotonic() after which tuning stops
     report: Callable[[str], None] = print
     started: float = field(default_factory=time.monotonic)
     trials: int = 0
     errors: int = 0
+    rejected_by_rules: int = 0  # candidates dropped before measurement (tasks.constraints)
     best: list[float] = field(default_factory=list)
+    context_best: list[float] = field(default_factory=list)
     trials_per_task: list[int] = field(default_factory=list)
     curve: list[CurvePoint] = field(default_factory=list)
     stopped_by_deadline: bool = False
 
     def __post_init__(self) -> None:
+        if self.context_task is None:
+            self.context_task = list(range(len(self.task_names)))
         self.best = [math.inf] * len(self.task_names)
+        self.context_best = [math.inf] * len(self.context_task)
         self.trials_per_task = [0] * len(self.task_names)
 
     def estimated(self) -> float | None:
@@ -97,12 +108,15 @@ class TuningLog:
             return None
         return float(sum(w * b for w, b in zip(self.task_weights, self.best)))
 
-    def add(self, task_id: int, run_secs: list[list[float] | None]) -> None:
+    def add(self, context_id: int, run_secs: list[list[float] | None]) -> None:
+        task_id = self.context_task[context_id]
         for secs in run_secs:
             self.trials += 1
             self.trials_per_task[task_id] += 1
             if secs:
-                self.best[task_id] = min(self.best[task_id], float(np.mean(secs)))
+                latency = float(np.mean(secs))
+                self.context_best[context_id] = min(self.context_best[context_id], latency)
+                self.best[task_id] = min(self.best[task_id], latency)
             else:
                 self.errors += 1
         wall = time.monotonic() - self.started
@@ -111,8 +125,12 @@ class TuningLog:
                                      self.best[task_id], estimate))
         shown = f"{estimate * 1e3:.3f} ms" if estimate is not None else "pending"
         self.report(f"tuned {self.trials} trials in {wall:.0f} s "
-                    f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors); "
+                    f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors, "
+                    f"{self.rejected_by_rules} dropped by rules); "
                     f"estimated network latency {shown}")
+
+    def note_rejection(self, reason: str) -> None:
+        self.rejected_by_rules += 1
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -141,10 +159,34 @@ def _recorder(log: TuningLog) -> Any:
     return Recorder()
 
 
-def gain_scheduler(log: TuningLog, window: int = 2, explore: float = 0.05) -> Any:
-    """tenforge's task scheduler: every task once, then the task with the largest expected
-    gain in network latency, weight x best latency x recent relative improvement (floored by
-    `explore` / rounds so a task that stalled still gets an occasional turn; GTA/Ansor-style).
+def expected_gain(log: TuningLog, context: int, rounds: list[float], window: int = 2,
+                  explore: float = 0.05) -> float:
+    """How much network latency one more round of `context` is expected to save.
+
+    `rounds` is the context's best latency after each of its rounds so far. The context is
+    expected to improve by its recent relative improvement r (over the last `window` rounds,
+    floored by explore / rounds so a stalled context still gets an occasional turn); the gain
+    is weight x (its task's best - what the context would reach). A design space lagging
+    behind its task's best by more than it improves keeps a small exploration gain that fades
+    with the turns it already had. With one context per task this is weight x best x r."""
+    now = rounds[-1]
+    weight = log.task_weights[log.context_task[context]]
+    task_best = log.best[log.context_task[context]]
+    if math.isinf(now):  # nothing valid yet: a first chance is worth anything
+        if len(rounds) < 2:
+            return math.inf
+        return weight * task_best * explore / len(rounds) ** 2 if math.isfinite(task_best) \
+            else 0.0
+    before = rounds[-1 - window] if len(rounds) > window else rounds[0]
+    improvement = (before - now) / now if math.isfinite(before) else 1.0
+    rate = max(improvement, explore / len(rounds))
+    return weight * max(task_best - now * (1 - rate), task_best * explore / len(rounds) ** 2)
+
+
+def gain_scheduler(log: TuningLog) -> Any:
+    """tenforge's task scheduler: every context once, then the one with the largest expected
+    gain in network latency (`expected_gain`; Ansor/GTA-style). With one context per design
+    space ("dual") this splits the budget across tasks and across each task's design spaces.
     It stops at the log's deadline."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
@@ -159,7 +201,8 @@ def gain_scheduler(log: TuningLog, window: int = 2, explore: float = 0.05) -> An
         def next_task_id(self) -> int:
             if self.running is not None:
                 self.join_running_task(self.running)
-                self.history.setdefault(self.running, []).append(log.best[self.running])
+                self.history.setdefault(self.running, []).append(
+                    log.context_best[self.running])
                 self.running = None
             if log.past_deadline():
                 return -1
@@ -168,19 +211,73 @@ def gain_scheduler(log: TuningLog, window: int = 2, explore: float = 0.05) -> An
             if not alive:
                 return -1
             unseen = [i for i in alive if i not in self.history]
-            self.running = unseen[0] if unseen else max(alive, key=self.expected_gain)
+            self.running = unseen[0] if unseen else max(
+                alive, key=lambda i: expected_gain(log, i, self.history[i]))
             return self.running
 
-        def expected_gain(self, i: int) -> float:
-            rounds = self.history[i]
-            now = rounds[-1]
-            if math.isinf(now):  # nothing valid yet: as important as it gets
-                return math.inf
-            before = rounds[-1 - window] if len(rounds) > window else rounds[0]
-            improvement = (before - now) / now if math.isfinite(before) else 1.0
-            return log.task_weights[i] * now * max(improvement, explore / len(rounds))
-
     return GainScheduler()
+
+
+def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path,
+                  population: int, seed: int, rules: list[Any], per_design_space: bool,
+                  on_reject: Callable[[str], None]) -> tuple[list[Any], list[int]]:
+    """MetaSchedule tune contexts for `extracted` tasks, and the task of each context.
+
+    The target's default schedule rules, mutators and postprocessors, plus the resource-
+    constraint rules as a last postprocessor. With `per_design_space`, a task whose rules give
+    several design spaces (e.g. a conv tiled with and without a write cache) becomes one
+    context per space, so a scheduler can give each space its own share of the budget: in the
+    seed dataset the best candidate of a 3-space task lies in space 0, 1, 2 for 46, 74, 100 of
+    220 tasks, so no space can be skipped, yet evolution over all of them at once tends to
+    follow whichever looks best early."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+    from tvm.s_tir.meta_schedule.utils import fork_seed
+
+    kind = "cuda" if profile.target_kind == "cuda" else "llvm"
+    postprocs = [*ms.postproc.Postproc.create(kind)]
+    if rules:
+        postprocs.append(constraint_postproc(rules, on_reject))
+
+    def strategy() -> Any:
+        return ms.search_strategy.EvolutionarySearch(
+            population_size=population, init_min_unmeasured=min(50, population))
+
+    contexts: list[Any] = []
+    context_task: list[int] = []
+    loggers = get_loggers_from_work_dir(str(work_dir), [t.task_name for t in extracted])
+    for task_id, (task, logger, rand_state) in enumerate(
+            zip(extracted, loggers, fork_seed(seed, n=len(extracted)))):
+        context = ms.TuneContext(
+            mod=task.dispatched[0], target=task.target,
+            space_generator=ms.space_generator.PostOrderApply(postprocs=postprocs),
+            search_strategy=strategy(), task_name=task.task_name, logger=logger,
+            rand_state=rand_state, num_threads=1).clone()
+        spaces = context.generate_design_space() if per_design_space else []
+        if len(spaces) <= 1:
+            contexts.append(context)
+            context_task.append(task_id)
+            continue
+        for k, space in enumerate(spaces):
+            trace = space.trace.simplified(remove_postproc=True)
+            contexts.append(ms.TuneContext(
+                mod=task.dispatched[0], target=task.target,
+                space_generator=ms.space_generator.ScheduleFn(
+                    _replay(trace), sch_rules=[], postprocs=postprocs),
+                search_strategy=strategy(), task_name=f"{task.task_name}[space {k}]",
+                logger=logger, rand_state=rand_state + k, num_threads=1).clone())
+            context_task.append(task_id)
+    return contexts, context_task
+
+
+def _replay(trace: Any) -> Callable[[Any], None]:
+    """A schedule function that rebuilds one design space (its sampling decisions are drawn
+    afresh by the search, as for any design space)."""
+
+    def schedule(sch: Any) -> None:
+        trace.apply_to_schedule(sch, remove_postproc=True)
+
+    return schedule
 
 
 @dataclass
@@ -202,6 +299,7 @@ class TuningResult:
     database_dir: str
     network_hash: str
     trials_per_task: dict[str, int]
+    rejected_by_rules: int = 0
 
     @property
     def speedup(self) -> float:
@@ -220,10 +318,12 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                  scheduler: str = "gradient", flops_share: float = 0.9,
                  trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
+                 constraints: bool = True,
                  report: Callable[[str], None] = print) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
-    per turn of a task) defaults to what gives every tuned task at least two turns."""
+    per turn of a task) defaults to what gives every tuned task at least two turns.
+    `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured)."""
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
     from tasks.tvm_env import load_tvm, structural_hash_hex
@@ -233,7 +333,6 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.relax_integration import extracted_tasks_to_tune_contexts
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -248,29 +347,35 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     chosen = select_tasks(shares, flops_share)
     report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
            f">= {flops_share:.0%} of FLOPs x occurrences")
-    contexts, weights = extracted_tasks_to_tune_contexts(
-        [extracted[i] for i in chosen], str(work_dir),
-        strategy=ms.search_strategy.EvolutionarySearch(population_size=population,
-                                                       init_min_unmeasured=min(50, population)),
-        num_threads=1, seed=seed)
-    if trials_per_iter is None:  # every task gets at least two rounds of the budget
-        trials_per_iter = max(4, min(64, trials // (2 * len(chosen))))
-    log = TuningLog([shares[i].name for i in chosen], [float(w) for w in weights],
+    log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
                     report=report)
+    rules = rules_for(profile) if constraints else []
+    contexts, log.context_task = tune_contexts(
+        [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
+        per_design_space=scheduler == "dual", on_reject=log.note_rejection)
+    log.context_best = [math.inf] * len(contexts)
+    if len(contexts) > len(chosen):
+        report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
+    if rules:
+        report("resource-constraint rules: " + ", ".join(map(str, rules)))
+    if trials_per_iter is None:  # every context gets at least two rounds of the budget
+        trials_per_iter = max(4, min(64, trials // (2 * len(contexts))))
     if cost_model == "xgb":
         model: Any = "xgb"
     else:
         from models.ms_adapter import learned_cost_model
 
         model = learned_cost_model(cost_model, profile)
-    task_scheduler: Any = gain_scheduler(log) if scheduler == "gain" else scheduler
+    task_scheduler: Any = gain_scheduler(log) if scheduler in ("gain", "dual") else scheduler
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
-        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(work_dir),
+        ms.tune_tasks(tasks=contexts,
+                      task_weights=[log.task_weights[t] for t in log.context_task],
+                      work_dir=str(work_dir),
                       max_trials_global=trials, num_trials_per_iter=trials_per_iter,
                       builder=ms_builder(measurer), runner=ms_runner(measurer),
                       database=database, cost_model=model,
@@ -290,7 +395,8 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         errors=log.errors, search_s=search_s, stopped_by_deadline=log.stopped_by_deadline,
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
-        trials_per_task=dict(zip(log.task_names, log.trials_per_task)))
+        trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
+        rejected_by_rules=log.rejected_by_rules)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tasks.tuning import TaskShare, TuningLog, select_tasks
+from tasks.tuning import TaskShare, TuningLog, expected_gain, select_tasks
 from tenforge.errors import TenforgeError
 
 TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
@@ -46,3 +46,32 @@ def test_tuning_log_estimates_once_every_task_has_a_valid_run():
 def test_tuning_log_deadline():
     assert not TuningLog(["a"], [1.0]).past_deadline()
     assert TuningLog(["a"], [1.0], deadline=time.monotonic() - 1).past_deadline()
+
+
+def test_tuning_log_with_one_context_per_design_space():
+    # task "a" has two design-space contexts (0, 1); task "b" one (2)
+    log = TuningLog(["a", "b"], [1.0, 1.0], context_task=[0, 0, 1], report=lambda _: None)
+    log.add(0, [[4e-3]])
+    log.add(1, [[2e-3], [3e-3]])
+    log.add(2, [[1e-3]])
+    assert log.context_best == [4e-3, 2e-3, 1e-3]
+    assert log.best == [2e-3, 1e-3] and log.trials_per_task == [3, 1]
+    assert math.isclose(log.estimated(), 3e-3)
+
+
+def test_expected_gain_prefers_improving_heavy_contexts_and_keeps_exploring():
+    log = TuningLog(["a", "b"], [1.0, 3.0], context_task=[0, 0, 1], report=lambda _: None)
+    log.best = [1e-3, 1e-3]
+    log.context_best = [1e-3, 4e-3, 1e-3]
+    # never measured validly: infinitely worth a first turn, then only a fading exploration share
+    assert expected_gain(log, 1, [math.inf]) == math.inf
+    assert 0 < expected_gain(log, 1, [math.inf, math.inf]) < 1e-4
+    # the same improvement history: the task that runs 3x as often gains 3x as much
+    history = [2e-3, 1.5e-3, 1e-3]
+    assert math.isclose(expected_gain(log, 2, history), 3 * expected_gain(log, 0, history))
+    # a design space 4x slower than its task's best: only the exploration floor, fading with turns
+    lagging = expected_gain(log, 1, [5e-3, 4e-3])
+    assert lagging < expected_gain(log, 0, history)
+    assert expected_gain(log, 1, [5e-3, 4e-3, 4e-3, 4e-3]) < lagging
+    # a stalled context keeps a positive share (explore / rounds)
+    assert expected_gain(log, 0, [1e-3] * 5) > 0

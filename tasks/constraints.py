@@ -1,0 +1,123 @@
+"""Resource-constraint rules: drop candidates that cannot be good on a profile before they are
+measured (GTA's rule-based pruning), as a MetaSchedule postprocessor.
+
+A rule looks at a candidate's scheduled TIR and returns why it is hopeless, or None. Tuning
+appends `constraint_postproc(profile)` to the target's postprocessors, so MetaSchedule's
+evolutionary search discards a rejected candidate the way it discards an invalid one: it is
+never built, run, or counted as a trial. Collection does not use the rules: the training data
+keeps the whole design space, hopeless corners included, so models learn what they look like.
+
+Rules only go in with evidence from measurements (bench/constraints.py re-derives the seed
+dataset's candidates and reports, per profile, what a rule drops, the labels of what it drops,
+and in how many tasks it would have dropped the best candidate). Today there is one:
+
+- narrow vectors: a vectorized loop shorter than half the profile's float32 SIMD lanes leaves
+  most of every vector instruction idle. Over the seed's 114 AVX2 tasks with >= 8 measured
+  candidates it rejects 20% of them; their p90 label is 0.45 (all: 0.64 on the half inspected
+  to pick the threshold), it never rejects a task's best (0 of 114) and only 2 tasks lose a
+  candidate within 10% of their best (`bench/constraints.py`). On SSE4.2 (4 lanes) it rejects
+  nothing, and the data agrees: there, loops of 2-3 lanes are not worse than the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from tasks.hardware import HardwareProfile
+
+FLOAT32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Loop:
+    kind: str  # serial | parallel | vectorized | unrolled | thread_binding
+    extent: int | None  # None when not a constant
+
+
+_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
+
+
+def loops(func: Any) -> Iterator[Loop]:
+    """Every loop of a scheduled PrimFunc (or of a statement), outermost first."""
+    from tvm import s_tir, tirx
+
+    stack = [func.body if isinstance(func, tirx.PrimFunc) else func]
+    while stack:
+        stmt = stack.pop()
+        if stmt is None:
+            continue
+        if isinstance(stmt, tirx.For):
+            extent = getattr(stmt.extent, "value", None)
+            yield Loop(_KINDS.get(int(stmt.kind), str(stmt.kind)),
+                       None if extent is None else int(extent))
+            stack.append(stmt.body)
+        elif isinstance(stmt, tirx.SeqStmt):
+            stack.extend(reversed(list(stmt.seq)))
+        elif isinstance(stmt, s_tir.SBlockRealize):
+            stack.append(stmt.block)
+        elif isinstance(stmt, s_tir.SBlock):
+            stack.extend([stmt.body, stmt.init])
+        else:  # LetStmt, IfThenElse, AttrStmt, Allocate...: follow whatever they nest
+            stack.extend(getattr(stmt, name, None) for name in ("else_case", "then_case", "body"))
+
+
+@dataclass(frozen=True)
+class NarrowVectors:
+    """Reject a vectorized loop with fewer than `min_lanes` iterations."""
+
+    min_lanes: int
+
+    def reject(self, func: Any) -> str | None:
+        for loop in loops(func):
+            if loop.kind == "vectorized" and loop.extent is not None \
+                    and loop.extent < self.min_lanes:
+                return (f"vectorized loop of {loop.extent} lanes (this profile's vectors hold "
+                        f"{2 * self.min_lanes} float32)")
+        return None
+
+
+Rule = NarrowVectors  # the union of rule types, when there are more
+
+
+def rules_for(profile: HardwareProfile) -> list[Rule]:
+    """The rules that apply to `profile`."""
+    return rules_for_target(profile.target_kind, profile.features)
+
+
+def rules_for_target(target_kind: str, features: dict[str, float]) -> list[Rule]:
+    """The rules for a target kind and hardware features (a stored `hardware` row's, too)."""
+    if target_kind != "llvm":
+        return []  # GPU limits (threads, shared memory) are MetaSchedule's VerifyGPUCode's job
+    lanes = int(features.get("vector_unit_bytes") or 0) // FLOAT32_BYTES
+    return [NarrowVectors(lanes // 2)] if lanes >= 4 else []
+
+
+def first_rejection(rules: list[Rule], func: Any) -> str | None:
+    for rule in rules:
+        reason = rule.reject(func)
+        if reason:
+            return reason
+    return None
+
+
+def constraint_postproc(rules: list[Rule], on_reject: Callable[[str], None] | None = None) -> Any:
+    """A MetaSchedule postprocessor that fails (drops) every candidate a rule rejects."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.postproc import PyPostproc
+
+    @derived_object
+    class ResourceConstraints(PyPostproc):
+        def _initialize_with_tune_context(self, context) -> None:
+            pass
+
+        def apply(self, sch) -> bool:
+            reason = first_rejection(rules, sch.mod["main"])
+            if reason and on_reject is not None:
+                on_reject(reason)
+            return reason is None
+
+        def clone(self):
+            return constraint_postproc(rules, on_reject)
+
+    return ResourceConstraints()

@@ -1,0 +1,62 @@
+"""Resource-constraint rules on real scheduled TIR (tasks.constraints)."""
+
+import dataclasses
+
+import pytest
+
+from tasks.constraints import NarrowVectors, first_rejection, loops, rules_for
+from tasks.hardware import resolve_profile
+
+
+def scheduled_matmul(inner: int):
+    """A 64x64x64 matmul whose innermost loop is split by `inner`, vectorized, the outer
+    parallel."""
+    from tenforge.cli import bootstrap
+
+    bootstrap()
+    from tasks.tvm_env import load_tvm
+
+    tvm = load_tvm("llvm")
+    from tvm import s_tir, te
+
+    a = te.placeholder((64, 64), name="a")
+    b = te.placeholder((64, 64), name="b")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="c")
+    sch = s_tir.Schedule(te.create_prim_func([a, b, c]))
+    block = sch.get_sblock("c")
+    i, j, kk = sch.get_loops(block)
+    j_outer, j_inner = sch.split(j, [None, inner])
+    sch.reorder(i, j_outer, kk, j_inner)
+    sch.parallel(i)
+    sch.vectorize(j_inner)
+    return sch.mod["main"]
+
+
+def test_loops_sees_kinds_and_extents():
+    found = [(loop.kind, loop.extent) for loop in loops(scheduled_matmul(8))]
+    assert found == [("parallel", 64), ("serial", 8), ("serial", 64), ("vectorized", 8)]
+
+
+@pytest.mark.parametrize("inner, rejected", [(2, True), (3, True), (4, False), (16, False)])
+def test_narrow_vectors_rule(inner, rejected):
+    reason = NarrowVectors(min_lanes=4).reject(scheduled_matmul(inner))
+    assert (reason is not None) == rejected
+    if rejected:
+        assert f"vectorized loop of {inner} lanes" in reason and "hold 8 float32" in reason
+
+
+def with_vector_bytes(vector_bytes: int):
+    local = resolve_profile("local")
+    return dataclasses.replace(local, features={**local.features,
+                                                "vector_unit_bytes": vector_bytes})
+
+
+def test_rules_follow_the_profiles_vector_width():
+    avx2, sse42 = with_vector_bytes(32), with_vector_bytes(16)
+    assert rules_for(avx2) == [NarrowVectors(4)]  # 32-byte vectors: 8 float32 lanes
+    assert rules_for(sse42) == [NarrowVectors(2)]  # 16 bytes: 4 lanes
+    assert first_rejection(rules_for(sse42), scheduled_matmul(2)) is None
+    assert first_rejection(rules_for(avx2), scheduled_matmul(2)) is not None
+    gpu = dataclasses.replace(avx2, target={"kind": "cuda", "arch": "sm_90"})
+    assert rules_for(gpu) == []  # MetaSchedule's VerifyGPUCode checks GPU limits
