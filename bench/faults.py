@@ -16,6 +16,7 @@ nothing was lost or duplicated; feed the CLI wrong inputs and check each is refu
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -125,6 +126,109 @@ def kill_loop(db: str, kills: int, candidates: int, rng: random.Random,
     return {"lost": lost, "duplicates": duplicates, "inconsistent": broken}
 
 
+def search_args(db: str, trials: int) -> list[str]:
+    return ["search", "--families", "mlp", "--networks", "resnet18,mobilenet_v2",
+            "--max-epochs", "60", "--trials", str(trials), "--time-budget", "900", "--seed", "3",
+            "--db", db]
+
+
+def running_trials(db: str) -> list[int]:
+    """Numbers of the RUNNING trials in the store's Optuna journal (none if no journal)."""
+    import optuna
+
+    from models.search import _storage
+    from tasks.training import study_storage
+
+    journal = study_storage(db)
+    if not journal.exists():
+        return []
+    storage = _storage(journal)
+    return [t.number for summary in optuna.get_all_study_summaries(storage)
+            for t in optuna.load_study(study_name=summary.study_name, storage=storage)
+            .get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
+
+
+def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> dict:
+    """SIGKILL the search flow while an Optuna trial runs, `kills` times, then finish the study.
+    Every killed trial must end FAIL (interrupted) and be run again; the finished trials must
+    all be in search_trials; every registered model must load."""
+    from models.registry import load_model
+
+    landed = 0
+    for number in range(1, kills + 1):
+        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *search_args(db, trials)],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        start = time.monotonic()
+        while proc.poll() is None and not running_trials(db) and time.monotonic() - start < 600:
+            time.sleep(0.5)
+        time.sleep(rng.uniform(0.0, 2.0))  # somewhere inside the trial
+        outcome = "finished before the kill"
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            landed += bool(running_trials(db))
+            outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) " \
+                      f"{running_trials(db)}"
+        proc.wait()
+        print(f"search kill {number}/{kills}: {outcome}", flush=True)
+    final = cli(*search_args(db, trials))
+    import optuna
+
+    from models.search import _storage
+    from tasks.training import study_storage
+
+    storage = _storage(study_storage(db))
+    (summary,) = optuna.get_all_study_summaries(storage)
+    study_trials = optuna.load_study(study_name=summary.study_name, storage=storage).get_trials()
+    interrupted = [t.number for t in study_trials if t.user_attrs.get("interrupted")]
+    counted = [t for t in study_trials if t.state.is_finished() and t.number not in interrupted]
+    with Store(db, read_only=True) as store:
+        copied = store.scalar("SELECT count(*) FROM search_trials")
+        paths = [p for (p,) in store.query("SELECT path FROM models")]
+    unloadable = 0
+    for path in paths:
+        try:
+            load_model(path)
+        except Exception:  # noqa: BLE001 - any failure to load counts
+            unloadable += 1
+    return {"exit": final.returncode, "kills_in_a_trial": landed,
+            "interrupted": len(interrupted),
+            "still_running": sum(t.state.name == "RUNNING" for t in study_trials),
+            "counted": len(counted), "not_copied": len(study_trials) - copied,
+            "models": len(paths), "unloadable": unloadable}
+
+
+def kill_pretrain(db: str, kills: int, rng: random.Random) -> dict:
+    """SIGKILL `tenforge pretrain` at random times, then run it to the end: the registry may
+    only ever hold models whose artifacts load."""
+    from models.registry import load_model
+
+    args = ["pretrain", "--family", "mlp", "--networks", "resnet18,mobilenet_v2", "--db", db]
+    for number in range(1, kills + 1):
+        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        delay = rng.uniform(5.0, 40.0)
+        try:
+            proc.wait(timeout=delay)
+            outcome = "finished before the kill"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            outcome = f"killed after {delay:.1f} s"
+        print(f"pretrain kill {number}/{kills}: {outcome}", flush=True)
+    final = cli(*args)
+    with Store(db, read_only=True) as store:
+        paths = [p for (p,) in store.query("SELECT path FROM models")]
+    unloadable = 0
+    for path in paths:
+        try:
+            load_model(path)
+        except Exception:  # noqa: BLE001
+            unloadable += 1
+    return {"exit": final.returncode, "models": len(paths), "unloadable": unloadable}
+
+
 def bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:
     """(arguments, a phrase the one-line error must contain)."""
     not_duckdb = tmp / "not-a-store.duckdb"
@@ -173,12 +277,49 @@ def bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:
         (["transfer", "--strategy", "distill", "--db", db], "invalid choice"),
         (["transfer", "--samples", "0", "--db", db], "expected a positive integer, got 0"),
         (["hardware", "--bogus"], "unrecognized arguments"),
+        (["retune", "resnet19", "--db", db], "unknown network 'resnet19'"),
+        (["retune", "tiny_cnn", "--hardware", "nope", "--db", db],
+         "unknown hardware profile 'nope'"),
+        (["retune", "tiny_cnn", "--trials", "0", "--db", db], "expected a positive integer"),
+        (["retune", "tiny_cnn", "--minutes", "0", "--db", db], "minutes must be positive"),
+        (["retune", "tiny_cnn", "--flops-share", "1.5", "--db", db], "flops share must be in"),
+        (["retune", "tiny_cnn", "--scheduler", "fifo", "--db", db], "invalid choice"),
+        (["retune", "tiny_cnn", "--cost-model", "nope", "--db", db], "no model 'nope'"),
+        (["retune", "tiny_cnn", "--cost-model", "truncated", "--db", db],
+         "cannot load xgb model"),
+        (["retune", "tiny_cnn", "--cost-model", "x", "--db", "/no/such.duckdb"],
+         "does not exist"),
+        (["collect", "--db", "/proc/tenforge.duckdb"], "cannot be written"),
     ]
+
+
+def register_truncated_model(db: str) -> None:
+    """Register model `truncated`: a real xgb artifact whose weights file was cut in half (a
+    disk that filled up, a copy that stopped)."""
+    from models.dataset import DataSpec, load_dataset
+    from models.registry import create_model
+
+    with Store(db, read_only=True) as store:
+        hardware = store.scalar("SELECT min(name) FROM hardware")
+    data = load_dataset(db, DataSpec(hardware=(hardware,), networks=("tiny_cnn",)))
+    model = create_model("xgb", n_estimators=5)
+    model.fit(data)
+    path = model.save(Path(db).parent / "truncated-model")
+    for weights in path.iterdir():
+        if weights.name != "model.json":
+            weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with Store(db) as store:
+        store.register_model({
+            "model_id": "truncated", "kind": "xgb", "path": str(path), "config_json": "{}",
+            "data_spec_json": json.dumps(data.spec.to_json()), "data_fingerprint": "",
+            "train_rows": len(data), "metrics_json": "{}", "train_s": 0.0,
+            "tvm_version": "-"})
 
 
 def check_bad_inputs(tmp: Path) -> tuple[int, list[str]]:
     db = tmp / "store.duckdb"
     cli("dataset", "load-seed", "--db", str(db))  # a store with data, so checks go deep
+    register_truncated_model(str(db))
     with Store(db, read_only=True) as store:
         before = store.query("SELECT (SELECT count(*) FROM measurements), "
                              "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -143,6 +145,38 @@ def open_study(name: str, storage_path: Path, spec: SearchSpec) -> optuna.Study:
     return study
 
 
+def _owner() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0 or -1, ...) would address a whole group
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def fail_interrupted_trials(study: optuna.Study) -> list[int]:
+    """Mark FAIL (user attr interrupted) every RUNNING trial whose process, on this host, is
+    gone: a killed search leaves its trial RUNNING in the journal forever, where it would
+    neither count nor be retried. Trials of a live process, or of another host, are left
+    alone (JournalStorage has no heartbeat to tell those apart). Returns their numbers."""
+    failed = []
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        owner = trial.user_attrs.get("owner") or {}
+        if owner.get("host") != socket.gethostname() or _alive(int(owner.get("pid", -1))):
+            continue
+        study._storage.set_trial_user_attr(trial._trial_id, "interrupted", True)
+        study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+        failed.append(trial.number)
+    return failed
+
+
 def run_search(train: Dataset, valid: Dataset, spec: SearchSpec, study_name: str,
                storage_path: Path, on_trial: Callable[[dict[str, Any]], None] = lambda r: None,
                log: Callable[[str], None] = print) -> SearchResult:
@@ -153,13 +187,18 @@ def run_search(train: Dataset, valid: Dataset, spec: SearchSpec, study_name: str
                             "valid fraction")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(study_name, storage_path, spec)
+    for stale in fail_interrupted_trials(study):
+        log(f"trial {stale} of study {study_name} was interrupted (its process is gone): "
+            "marked FAIL, and run again")
     for old in study.get_trials(deepcopy=False):  # a resumed study: make sure all are copied
         if old.state.is_finished():
             on_trial(trial_row(study, old))
-    done = sum(t.state.is_finished() for t in study.get_trials(deepcopy=False))
+    done = sum(t.state.is_finished() and not t.user_attrs.get("interrupted")
+               for t in study.get_trials(deepcopy=False))
     remaining = max(spec.trials - done, 0)
 
     def objective(trial: optuna.Trial) -> float | tuple[float, float, float]:
+        trial.set_user_attr("owner", _owner())  # lets a later run see that we were killed
         family = trial.suggest_categorical("family", list(spec.families))
         params = suggest_params(trial, family, spec.max_epochs)
         model = create_model(family, seed=spec.seed, **params)

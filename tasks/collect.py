@@ -9,6 +9,7 @@ candidates, finds them stored, and measures only those without a measurement.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,6 @@ from typing import Callable, Sequence
 
 from tasks.hardware import PROJECT_ROOT, HardwareProfile, check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
-from tasks.networks import network_def
 from tenforge.errors import TenforgeError
 
 DEFAULT_DB = PROJECT_ROOT / "data" / "tenforge.duckdb"
@@ -36,6 +36,12 @@ def prepare_db_path(db: str | Path) -> Path:
                             f"{path / 'tenforge.duckdb'}")
     if not path.parent.is_dir():
         raise TenforgeError(f"cannot create store {path}: folder {path.parent} does not exist")
+    if not path.exists():  # a new store: find out now, not after a run's work, that we can
+        try:
+            tempfile.TemporaryFile(dir=path.parent).close()
+        except OSError as exc:
+            raise TenforgeError(f"store {path} cannot be written: cannot create files in "
+                                f"{path.parent} ({exc.strerror}); pick a writable --db") from None
     return path
 
 
@@ -51,6 +57,8 @@ def check_positive_ints(**values: object) -> None:
 def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task: int,
                      batch_size: int, measure_batch: int = 16) -> HardwareProfile:
     """Check every collect parameter before anything is written; return the profile."""
+    from tasks.networks import network_def  # torch: imported only when a network is named
+
     if isinstance(networks, str):
         networks = [networks]
     if not networks:
@@ -68,6 +76,7 @@ def register_network(db: str, profile: HardwareProfile, network: str, batch_size
                      input_size: int | None = None) -> list[int]:
     """Import `network` into TVM, store it with its tasks; return the task ids."""
     from storage.store import Store
+    from tasks.networks import network_def
     from tasks.workloads import extract_network_tasks
 
     size = network_def(network).default_size if input_size is None else input_size

@@ -68,6 +68,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     population: int = 256) -> dict[str, Any]:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
+    from models.registry import load_model
     from tasks.collect import check_positive_ints, default_db, prepare_db_path
     from tasks.networks import network_def
     from tasks.tuning import SCHEDULERS
@@ -101,6 +102,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     if not Path(model_path).exists():
                         raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
                                             "missing; retrain it or pick another model")
+                    load_model(model_path)  # a damaged artifact is refused here, not mid-run
             cost_model = chosen
     return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
             "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,

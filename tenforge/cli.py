@@ -383,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     db_option(p)
     p.set_defaults(func=cmd_transfer)
 
+    from tasks.tuning import SCHEDULERS
+
     p = sub.add_parser("retune", help="tune a network with the best learned cost model and "
                                       "measure its end-to-end latency")
     p.add_argument("network", help="a zoo network (`tenforge networks`)")
@@ -393,7 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-model", default=None,
                    help="registered model id, or metaschedule-xgb (default: the best "
                         "registered model for this hardware)")
-    p.add_argument("--scheduler", default="gradient", choices=["gradient", "round-robin", "gain"])
+    p.add_argument("--scheduler", default="gradient", choices=SCHEDULERS,
+                   help="task scheduler: gradient (MetaSchedule's), round-robin, gain "
+                        "(tenforge's expected gain), dual (gain per task and design space)")
     p.add_argument("--flops-share", type=float, default=0.9,
                    help="tune the tasks that carry this share of FLOPs x occurrences")
     p.add_argument("--population", type=_positive, default=256,

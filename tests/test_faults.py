@@ -1,11 +1,14 @@
 """bench/faults.py's checks, CI-sized: a few random SIGKILLs of a collect lose and duplicate
-nothing, and every bad input of the table is refused in one line with exit 2."""
+nothing; a search killed mid-trial and a killed pretrain leave the study and the model registry
+consistent; every bad input of the table is refused in one line with exit 2."""
 
 import random
+import shutil
 
 import pytest
 
-from bench.faults import check_bad_inputs, cli, collect_args, kill_loop, store_state
+from bench.faults import (check_bad_inputs, cli, collect_args, kill_during_trials, kill_loop,
+                          kill_pretrain, store_state)
 
 
 @pytest.mark.slow
@@ -25,3 +28,20 @@ def test_every_bad_input_is_refused_cleanly(tmp_path):
     tried, failures = check_bad_inputs(tmp_path)
     assert tried >= 30
     assert failures == []
+
+
+@pytest.mark.slow
+def test_a_search_killed_mid_trial_fails_that_trial_and_runs_it_again(seed_store, tmp_path):
+    db = str(tmp_path / "search.duckdb")
+    shutil.copy(seed_store, db)
+    result = kill_during_trials(db, kills=1, trials=2, rng=random.Random(2))
+    assert result == {"exit": 0, "kills_in_a_trial": 1, "interrupted": 1, "still_running": 0,
+                      "counted": 2, "not_copied": 0, "models": 1, "unloadable": 0}
+
+
+@pytest.mark.slow
+def test_a_killed_pretrain_never_leaves_an_unloadable_model(seed_store, tmp_path):
+    db = str(tmp_path / "pretrain.duckdb")
+    shutil.copy(seed_store, db)
+    result = kill_pretrain(db, kills=1, rng=random.Random(3))
+    assert result["exit"] == 0 and result["unloadable"] == 0 and result["models"] >= 1
