@@ -79,3 +79,40 @@ def tuning_comparison(db: str, network: str, hardware: str) -> str:
         return f"no tuning runs of {network} on {hardware} in {db}"
     return (f"\n{network} on {hardware}, end to end (median; 'est. tasks ms' = tuned tasks' "
             f"summed cold-cache latencies):\n" + format_table(header, rows))
+
+
+# The sections of `tenforge report`: (title, query over the documented views).
+REPORT_SECTIONS = [
+    ("Measurements per hardware",
+     "SELECT hardware, count(DISTINCT workload_hash) AS tasks, count(*) AS measured, "
+     "count(error_kind) AS errors, round(max(gflops), 1) AS best_gflops, "
+     "left(max(measured_at)::VARCHAR, 19) AS last_measured "
+     "FROM v_candidate_measurements GROUP BY ALL ORDER BY ALL"),
+    ("Best latency per network and hardware (sum of best task latencies x occurrences; best "
+     "tuned end-to-end)",
+     "SELECT network, hardware, tasks_measured, round(sum_best_task_s * 1e3, 3) AS "
+     "sum_best_tasks_ms, round(best_tuned_s * 1e3, 3) AS best_tuned_ms, best_cost_model, "
+     "tuning_runs FROM v_best_latency ORDER BY ALL"),
+    ("Model leaderboard (held-out top-1)",
+     "SELECT model_id, kind, array_to_string(trained_on, ',') AS trained_on, "
+     "round(top1, 4) AS top1, round(pairwise, 4) AS pairwise, train_rows, "
+     "coalesce(parent_model_id, '') AS parent FROM v_model_leaderboard LIMIT 10"),
+    ("Tuning history (newest first)",
+     "SELECT left(created_at::VARCHAR, 19) AS at, network, hardware, cost_model, scheduler, "
+     "trials, round(search_s, 1) AS search_s, round(untuned_latency_s * 1e3, 3) AS untuned_ms, "
+     "round(tuned_latency_s * 1e3, 3) AS tuned_ms, round(speedup, 2) AS speedup "
+     "FROM v_tuning_history LIMIT 10"),
+]
+
+
+def store_report(db: str, markdown: bool = False) -> str:
+    """Everything a person asks first of a store, from the documented views."""
+    parts = [f"# tenforge report: {db}" if markdown else f"tenforge report: {db}"]
+    with Store(db, read_only=True) as store:
+        for title, sql in REPORT_SECTIONS:
+            cur = store.con.execute(sql)
+            header, rows = [d[0] for d in cur.description], cur.fetchall()
+            table = (markdown_table if markdown else format_table)(header, rows) if rows \
+                else "(nothing yet)"
+            parts.append(f"## {title}\n\n{table}" if markdown else f"{title}:\n{table}")
+    return "\n\n".join(parts) + "\n"

@@ -45,6 +45,16 @@ class Store:
         self.con = self._connect(lock_wait_s)
         if not read_only:
             self.migrate()
+        elif self._pending_migrations():
+            # A reader of an older store still wants today's views: upgrade it once (a brief
+            # write), then read. Only the tables' owner can do that while nobody writes.
+            self.con.close()
+            self.read_only = False
+            self.con = self._connect(lock_wait_s)
+            self.migrate()
+            self.con.close()
+            self.read_only = True
+            self.con = self._connect(lock_wait_s)
 
     # -------------------------------------------------------------- connection and schema
 
@@ -76,6 +86,14 @@ class Store:
             except duckdb.Error as exc:
                 raise TenforgeError(f"{self.path} is not a usable DuckDB store: "
                                     f"{str(exc).splitlines()[0]}") from None
+
+    def _pending_migrations(self) -> bool:
+        try:
+            applied = {v for (v,) in self.con.execute(
+                "SELECT version FROM schema_migrations").fetchall()}
+        except duckdb.CatalogException:
+            return False  # not a tenforge store (or an empty file): leave it alone
+        return any(version not in applied for version, _, _ in migrations())
 
     def migrate(self) -> list[int]:
         """Apply the migrations this file lacks, each in one transaction; return their versions."""

@@ -170,6 +170,7 @@ def run_retune(spec: dict[str, Any], tuning_id: str,
         "tuned_functions": result.tuned["tuned_functions"],
         "tir_functions": result.tuned["tir_functions"],
         "database_dir": str(work_dir), "tvm_version": tvm_version(),
+        "rejected_by_rules": result.rejected_by_rules,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

@@ -262,6 +262,13 @@ def cmd_retune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from storage.reports import store_report
+
+    print(store_report(args.db, markdown=args.markdown), end="")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from storage.reports import model_leaderboard
 
@@ -408,6 +415,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tune even if nothing changed since the last run")
     db_option(p)
     p.set_defaults(func=cmd_retune)
+
+    p = sub.add_parser("report", help="what the store holds: measurements, best latencies, "
+                                      "model leaderboard, tuning history")
+    p.add_argument("--markdown", action="store_true", help="Markdown instead of plain text")
+    db_option(p)
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("models", help="registered cost models and their held-out metrics")
     db_option(p)

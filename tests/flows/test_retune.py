@@ -3,7 +3,10 @@ tuned build really uses the tuned schedules, an unchanged request is skipped, a 
 budget stops the search, and bad requests are refused in one line before any work."""
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,9 +41,11 @@ def _tuning_rows(db):
 @pytest.mark.slow
 def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_model):
     db, model_id = store_with_model
-    result = run_cli(*RETUNE, "--trials", "16", "--scheduler", "gain", "--db", db)
+    result = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "dual scheduling: 6 (task, design space) pairs" in result.stdout + result.stderr
     (run,) = _tuning_rows(db)
+    assert run["scheduler"] == "dual" and run["rejected_by_rules"] > 0  # avx2: narrow vectors
     assert run["cost_model"] == model_id  # the default: the best model for this profile
     assert run["trials"] == 16 and run["tasks_tuned"] == 2 and run["tasks_total"] == 8
     assert run["tuned_functions"] == 2  # the build really used the tuned schedules
@@ -53,7 +58,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     assert [t for t, _ in curve] == sorted(t for t, _ in curve) and curve[-1][0] == 16
     assert curve[-1][1] is not None  # both tasks measured: the estimate exists
 
-    again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "gain", "--db", db)
+    again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "retune skipped" in again.stdout + again.stderr
     assert len(_tuning_rows(db)) == 1
@@ -93,3 +98,27 @@ def test_bad_retune_requests(store_with_model, args, message):
     result = run_cli(*args, "--db", db)
     assert result.returncode == 2 and message in result.stderr
     assert _tuning_rows(db) == before
+
+
+README_QUERY = re.compile(r'^\.venv/bin/duckdb -readonly data/tenforge\.duckdb "(.+)"$', re.M)
+
+
+@pytest.mark.slow
+def test_the_readme_queries_run_as_written_in_the_duckdb_cli(store_with_model):
+    """After the retune test: every example query of the README runs in the pinned duckdb CLI
+    (on this store instead of data/tenforge.duckdb) and finds rows where it should."""
+    db, _ = store_with_model
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    queries = README_QUERY.findall(readme)
+    assert len(queries) >= 8
+    cli = str(Path(sys.executable).with_name("duckdb"))
+    outputs = []
+    for sql in queries:
+        out = subprocess.run([cli, "-readonly", "-csv", db, sql], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, f"{sql}\n{out.stderr}"
+        outputs.append(out.stdout.strip().splitlines())
+    assert all(len(lines) >= 2 for i, lines in enumerate(outputs) if i != 2), outputs  # 2: errors
+    report = run_cli("report", "--db", db)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "Tuning history" in report.stdout and "metaschedule-xgb" in report.stdout
