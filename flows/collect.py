@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prefect import flow
+from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import collect as steps
@@ -11,8 +12,9 @@ from tasks import prefect_tasks as t
 
 @flow(name="collect", log_prints=True)
 def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
-            candidates_per_task: int = 8, seed: int = 0, batch_size: int = 1,
-            db: str | None = None, measure_batch: int = 16) -> dict:
+            candidates_per_task: PositiveInt = 8, seed: int = 0,
+            batch_size: PositiveInt = 1, db: str | None = None,
+            measure_batch: PositiveInt = 16) -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 

@@ -7,6 +7,7 @@ with MetaSchedule's own cost model and with the fine-tuned one, then show what i
 from __future__ import annotations
 
 from prefect import flow
+from pydantic import PositiveInt
 
 from flows.collect import collect
 from flows.retune import retune
@@ -19,9 +20,9 @@ from storage.reports import measurement_summary, model_leaderboard, tuning_compa
 
 @flow(name="pipeline", log_prints=True)
 def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
-             candidates_per_task: int = 4, seed: int = 0, db: str | None = None,
-             search_trials: int = 4, search_budget_s: float = 120.0,
-             retune_network: str = "tiny_cnn", retune_trials: int = 16) -> dict:
+             candidates_per_task: PositiveInt = 4, seed: int = 0, db: str | None = None,
+             search_trials: PositiveInt = 4, search_budget_s: float = 120.0,
+             retune_network: str = "tiny_cnn", retune_trials: PositiveInt = 16) -> dict:
     """Seed an empty store, collect a few candidates per task of small networks on `hardware`,
     then summarize.
 

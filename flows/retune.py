@@ -5,16 +5,19 @@ Scheduled per profile in prefect.yaml; skips the work when nothing changed since
 from __future__ import annotations
 
 from prefect import flow
+from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
+from tasks.tuning import Scheduler
 
 
 @flow(name="retune", log_prints=True)
-def retune(network: str = "tiny_cnn", hardware: str = "local", trials: int = 64,
+def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveInt = 64,
            minutes: float | None = None, cost_model: str | None = None,
-           scheduler: str = "gradient", flops_share: float = 0.9, population: int = 256,
-           batch_size: int = 1, seed: int = 0, force: bool = False,
+           scheduler: Scheduler = "gradient",
+           flops_share: float = 0.9, population: PositiveInt = 256,
+           batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 

@@ -4,6 +4,7 @@ measurements, scored on a held-out split; the winner is retrained, tested and re
 from __future__ import annotations
 
 from prefect import flow
+from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
@@ -12,9 +13,9 @@ from tasks import prefect_tasks as t
 @flow(name="search", log_prints=True)
 def search(hardware: list[str] | None = None, networks: list[str] | None = None,
            split: str = "by_task", holdout: list[str] | None = None,
-           families: list[str] | None = None, trials: int = 20, time_budget_s: float = 900.0,
+           families: list[str] | None = None, trials: PositiveInt = 20, time_budget_s: float = 900.0,
            metric: str = "peak1", multi_objective: bool = False, seed: int = 0,
-           max_epochs: int = 30, study: str | None = None, db: str | None = None) -> dict:
+           max_epochs: PositiveInt = 30, study: str | None = None, db: str | None = None) -> dict:
     """Find the best cost model for this data, chosen on held-out tasks.
 
     Args:

@@ -4,6 +4,7 @@ new profile from a few of its measurements (Verma et al.; TenSet's fine-tune mod
 from __future__ import annotations
 
 from prefect import flow
+from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
@@ -37,7 +38,7 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
 
 
 @flow(name="transfer", log_prints=True)
-def transfer(parent: str | None = None, hardware: str = "local", samples: int | None = 200,
+def transfer(parent: str | None = None, hardware: str = "local", samples: PositiveInt | None = 200,
              strategy: str = "full", networks: list[str] | None = None, seed: int = 0,
              db: str | None = None) -> dict:
     """Fine-tune registered model `parent` to `hardware` from `samples` of its measurements;

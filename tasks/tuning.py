@@ -23,7 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence, get_args
 
 import numpy as np
 
@@ -31,7 +31,8 @@ from tasks.constraints import constraint_postproc, rules_for
 from tasks.hardware import HardwareProfile
 from tenforge.errors import TenforgeError
 
-SCHEDULERS = ("gradient", "round-robin", "gain", "dual")
+Scheduler = Literal["gradient", "round-robin", "gain", "dual"]
+SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
 
 
 @dataclass(frozen=True)

@@ -262,6 +262,18 @@ def cmd_retune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_service(args: argparse.Namespace) -> int:
+    from tenforge import service
+
+    if args.action == "start":
+        service.start(host=args.host, port=args.port, deploy=not args.no_deploy)
+    elif args.action == "stop":
+        service.stop()
+    else:
+        print(service.status())
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from storage.reports import store_report
 
@@ -415,6 +427,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tune even if nothing changed since the last run")
     db_option(p)
     p.set_defaults(func=cmd_retune)
+
+    p = sub.add_parser("service", help="the local service: Prefect server + UI, work pools, a "
+                                       "worker per local profile, prefect.yaml's deployments")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.add_argument("--host", default="127.0.0.1", help="address of the server (and UI)")
+    p.add_argument("--port", type=_positive, default=4200)
+    p.add_argument("--no-deploy", action="store_true",
+                   help="start server, pools and workers, but do not (re)deploy prefect.yaml")
+    p.set_defaults(func=cmd_service)
 
     p = sub.add_parser("report", help="what the store holds: measurements, best latencies, "
                                       "model leaderboard, tuning history")

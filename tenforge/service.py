@@ -1,0 +1,245 @@
+"""tenforge as a local service: a Prefect server (API + UI), the work pools of prefect.yaml, a
+worker for each pool this machine can serve (its hardware profiles, and `train`), and every
+deployment of prefect.yaml. `tenforge service start` brings it all up, `stop` takes it down.
+
+Everything lives under one folder (default data/service/, or $TENFORGE_SERVICE_DIR): the
+Prefect home (its SQLite database), a log per process, and state.json with the processes'
+ids, so `stop` and `status` work from any shell. Each process runs in its own session, so a
+stop ends a worker together with the flow runs it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tenforge.errors import TenforgeError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PORT = 4200
+TRAIN_POOL = "train"  # model training needs no particular hardware
+
+
+def service_dir() -> Path:
+    return Path(os.environ.get("TENFORGE_SERVICE_DIR", PROJECT_ROOT / "data" / "service"))
+
+
+@dataclass
+class ServiceState:
+    url: str  # the API; the UI is the same address without /api
+    home: str  # PREFECT_HOME of the server
+    server_pid: int
+    workers: dict[str, int] = field(default_factory=dict)  # pool -> pid
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def ui(self) -> str:
+        return self.url.removesuffix("/api")
+
+
+def _state_file() -> Path:
+    return service_dir() / "state.json"
+
+
+def read_state() -> ServiceState | None:
+    path = _state_file()
+    if not path.exists():
+        return None
+    try:
+        return ServiceState(**json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise TenforgeError(f"{path} is damaged ({exc}); stop the processes by hand and delete "
+                            "it") from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def service_env(url: str, home: Path) -> dict[str, str]:
+    """The environment of every service process (and of a client that talks to it)."""
+    return {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(home),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "TENFORGE_ROOT": str(PROJECT_ROOT),
+            # a worker asks for new runs every 5 s (Prefect's default is 10 s)
+            "PREFECT_WORKER_QUERY_SECONDS": os.environ.get("PREFECT_WORKER_QUERY_SECONDS", "5")}
+
+
+def _check_port(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+            return
+        except OSError:
+            pass
+    holder = ""
+    try:
+        import psutil
+
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN" and conn.pid:
+                holder = f" by pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+                break
+    except Exception:  # noqa: BLE001 - naming the holder is a courtesy, not a requirement
+        pass
+    raise TenforgeError(f"port {port} on {host} is taken{holder}; stop that process or pass "
+                        f"--port with a free one")
+
+
+def _wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            tail = log.read_text()[-1500:] if log.exists() else ""
+            raise TenforgeError(f"the Prefect server exited with status {server.returncode} "
+                                f"while starting; see {log}: ...{tail[-300:]!r}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        time.sleep(0.5)
+    raise TenforgeError(f"the Prefect server did not answer at {url} within {timeout_s:.0f} s; "
+                        f"see {log}")
+
+
+def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with open(log, "ab") as out:
+        return subprocess.Popen(args, cwd=PROJECT_ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def _prefect(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def declared_pools() -> list[str]:
+    """The work pools prefect.yaml's deployments use."""
+    import yaml
+
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
+    return sorted({d["work_pool"]["name"] for d in spec.get("deployments", [])})
+
+
+def local_pools() -> list[str]:
+    """The pools a worker on this machine serves: its hardware profiles, and training."""
+    from tasks.hardware import detect_local_profiles
+
+    mine = {p.name for p in detect_local_profiles()} | {TRAIN_POOL}
+    return [pool for pool in declared_pools() if pool in mine]
+
+
+def start(host: str = "127.0.0.1", port: int = DEFAULT_PORT, deploy: bool = True,
+          pools: list[str] | None = None, report: Callable[[str], None] = print,
+          startup_timeout_s: float = 180) -> ServiceState:
+    """Start the server, create the pools, deploy prefect.yaml, start the workers."""
+    running = read_state()
+    if running is not None and _alive(running.server_pid):
+        raise TenforgeError(f"the tenforge service is already running (server pid "
+                            f"{running.server_pid}, UI {running.ui}); `tenforge service stop` "
+                            "first")
+    _check_port(host, port)
+    folder = service_dir()
+    home = folder / "prefect"
+    home.mkdir(parents=True, exist_ok=True)
+    url = f"http://{host}:{port}/api"
+    env = service_env(url, home)
+    pools = local_pools() if pools is None else pools
+
+    began = time.monotonic()
+    server = _spawn(_prefect("server", "start", "--host", host, "--port", str(port)),
+                    folder / "server.log", env)
+    state = ServiceState(url=url, home=str(home), server_pid=server.pid)
+    _state_file().write_text(json.dumps(asdict(state), indent=1))
+    try:
+        _wait_healthy(url, server, folder / "server.log", startup_timeout_s)
+        report(f"Prefect server up at {state.ui} in {time.monotonic() - began:.0f} s "
+               f"(log {folder / 'server.log'})")
+        for pool in declared_pools():
+            created = subprocess.run(_prefect("work-pool", "create", pool, "--type", "process"),
+                                     cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                                     timeout=120)
+            if created.returncode != 0 and "already exists" not in created.stdout + created.stderr:
+                raise TenforgeError(f"cannot create work pool {pool}: "
+                                    f"{(created.stderr or created.stdout).strip()[-300:]}")
+        report(f"work pools: {', '.join(declared_pools())}")
+        if deploy:
+            deployed = subprocess.run(_prefect("--no-prompt", "deploy", "--all"),
+                                      cwd=PROJECT_ROOT, env=env, capture_output=True,
+                                      text=True, timeout=900)
+            (folder / "deploy.log").write_text(deployed.stdout + deployed.stderr)
+            if deployed.returncode != 0:
+                raise TenforgeError(f"`prefect deploy --all` failed; see {folder / 'deploy.log'}")
+            report(f"deployed every deployment of prefect.yaml (log {folder / 'deploy.log'})")
+        for pool in pools:
+            worker = _spawn(_prefect("worker", "start", "--pool", pool, "--type", "process"),
+                            folder / f"worker-{pool}.log", env)
+            state.workers[pool] = worker.pid
+        _state_file().write_text(json.dumps(asdict(state), indent=1))
+        report(f"workers: {', '.join(f'{p} (pid {pid})' for p, pid in state.workers.items())}")
+    except BaseException:
+        stop(report=lambda _: None)
+        raise
+    report(f"tenforge service ready in {time.monotonic() - began:.0f} s: UI {state.ui}; "
+           f"stop it with `tenforge service stop`")
+    return state
+
+
+def _end(pid: int, grace_s: float = 15) -> None:
+    """SIGTERM the process's session (it leads one), then SIGKILL what is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+            except ChildProcessError:
+                pass
+            if not _alive(pid):
+                return
+            time.sleep(0.2)
+
+
+def stop(report: Callable[[str], None] = print) -> bool:
+    """Stop the workers, then the server; False if nothing was running."""
+    state = read_state()
+    if state is None:
+        report("the tenforge service is not running")
+        return False
+    for pool, pid in state.workers.items():
+        _end(pid)
+    _end(state.server_pid)
+    _state_file().unlink(missing_ok=True)
+    report(f"tenforge service stopped (server and {len(state.workers)} worker(s))")
+    return True
+
+
+def status() -> str:
+    state = read_state()
+    if state is None:
+        return "the tenforge service is not running (`tenforge service start`)"
+    lines = [f"UI {state.ui}  API {state.url}  home {state.home}",
+             f"server pid {state.server_pid}: {'up' if _alive(state.server_pid) else 'GONE'}"]
+    lines += [f"worker {pool} pid {pid}: {'up' if _alive(pid) else 'GONE'}"
+              for pool, pid in state.workers.items()]
+    return "\n".join(lines)
