@@ -13,9 +13,11 @@ from flows.collect import collect
 from flows.retune import retune
 from flows.search import search
 from flows.transfer import pretrain, transfer
-from tasks.prefect_tasks import load_seed_if_empty
+from storage.reports import (measurement_summary, model_leaderboard, store_report,
+                             tuning_comparison)
+from tasks.artifacts import publish_markdown
 from tasks.collect import default_db, prepare_db_path
-from storage.reports import measurement_summary, model_leaderboard, tuning_comparison
+from tasks.prefect_tasks import load_seed_if_empty
 
 
 @flow(name="pipeline", log_prints=True)
@@ -51,6 +53,8 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     print(measurement_summary(db_path))
     print(model_leaderboard(db_path))
     print(tuning_comparison(db_path, retune_network, summary["hardware"]))
+    publish_markdown("pipeline-report", store_report(db_path, markdown=True),
+                     description="what the store holds after this pipeline run")
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 
 

@@ -9,6 +9,7 @@ from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
+from tasks.artifacts import publish_markdown, tuning_markdown
 from tasks.tuning import Scheduler
 
 
@@ -54,6 +55,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
                   f"{last['tuning_id']} ({out['tuned_ms']} ms); pass force=true to tune anyway")
             return out
         out.update(t.tune_network(spec, run_id))
+        publish_markdown("retune-result", tuning_markdown(spec["db"], run_id, network,
+                                                          spec["hardware"]),
+                         description="this run beside the newest run of every other cost model")
     print(f"retune done: {out['network']} on {out['hardware']} with {out['cost_model']}: "
           f"{out['untuned_ms']} ms untuned -> {out['tuned_ms']} ms tuned "
           f"({out['speedup']}x) after {out['trials']} trials in {out['search_s']} s; "

@@ -7,7 +7,9 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
+from storage.reports import model_leaderboard
 from tasks import prefect_tasks as t
+from tasks.artifacts import publish_markdown
 
 
 @flow(name="search", log_prints=True)
@@ -55,6 +57,9 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
                         "family": best["family"], "valid_" + metric: best["valid_value"],
                         "model_id": model["model_id"], "model_path": model["path"],
                         "test": model["test"]})
+        publish_markdown("search-leaderboard", "# Registered models, best held-out top-1 "
+                         "first\n\n" + model_leaderboard(db_path, markdown=True),
+                         description=f"after study {best['study_name']}")
     print(f"search done: best {best['family']} (trial {best['best_trial']}), registered "
           f"{model['model_id']}")
     return summary

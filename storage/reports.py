@@ -44,7 +44,7 @@ def measurement_summary(db: str) -> str:
             f"PATH)\n")
 
 
-def model_leaderboard(db: str, limit: int = 20) -> str:
+def model_leaderboard(db: str, limit: int = 20, markdown: bool = False) -> str:
     """Registered models, best held-out top-1 peak score first (pre-trained ones, scored on
     validation tasks only, last)."""
     with Store(db, read_only=True) as store:
@@ -59,10 +59,12 @@ def model_leaderboard(db: str, limit: int = 20) -> str:
             "ORDER BY test_peak1 DESC NULLS LAST, created_at DESC LIMIT ?", [limit])
     header = ["model", "kind", "parent", "split", "train rows", "test peak1", "test pairwise",
               "train s", "study #trial", "created"]
-    return format_table(header, rows) if rows else f"no registered models in {db}"
+    if not rows:
+        return f"no registered models in {db}"
+    return (markdown_table if markdown else format_table)(header, rows)
 
 
-def tuning_comparison(db: str, network: str, hardware: str) -> str:
+def tuning_comparison(db: str, network: str, hardware: str, markdown: bool = False) -> str:
     """The newest tuning run of `network` on `hardware` per cost model, side by side."""
     with Store(db, read_only=True) as store:
         rows = store.query(
@@ -77,6 +79,8 @@ def tuning_comparison(db: str, network: str, hardware: str) -> str:
               "speedup", "est. tasks ms", "tuned fns", "tuning id"]
     if not rows:
         return f"no tuning runs of {network} on {hardware} in {db}"
+    if markdown:
+        return markdown_table(header, rows)
     return (f"\n{network} on {hardware}, end to end (median; 'est. tasks ms' = tuned tasks' "
             f"summed cold-cache latencies):\n" + format_table(header, rows))
 

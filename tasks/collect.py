@@ -136,8 +136,10 @@ class Progress:
 def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] | None,
                     measure_batch: int, flow_run_id: str | None,
                     report: Callable[[str], None] = print,
-                    build_workers: int = 2) -> dict[str, float]:
-    """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet."""
+                    build_workers: int = 2,
+                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
+    """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
+    `on_progress(done, total)` after every candidate."""
     from storage.store import Store
     from tasks.tvm_env import tvm_version
 
@@ -157,9 +159,13 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
             jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
                                p["trace_json"], p["flops"]) for p in chunk]
             results = measurer.measure(jobs, on_result=progress.add)
+            if on_progress is not None:
+                on_progress(progress.done, progress.total)
             with Store(db) as store, store.transaction():
                 store.insert_measurements(settings_id, results, version, flow_run_id)
             report(progress.line())
+    if on_progress is not None and not pending:
+        on_progress(0, 0)  # nothing to do is done
     return {"measured": progress.done, "errors": progress.errors,
             "candidates_per_min": round(progress.per_minute, 1),
             "seconds": round(time.monotonic() - progress.started, 1)}

@@ -24,9 +24,12 @@ def sample_candidates(db: str, hardware: str, task_id: int, count: int, seed: in
 def measure_candidates(db: str, hardware: str, task_ids: list[int], measure_batch: int,
                        flow_run_id: str | None) -> dict:
     """Build and run every stored candidate of these tasks that lacks a measurement."""
+    from tasks.artifacts import progress_reporter
+
     logger = get_run_logger()
-    return collect.measure_pending(db, resolve_profile(hardware), task_ids, measure_batch,
-                                   flow_run_id, report=logger.info)
+    return collect.measure_pending(
+        db, resolve_profile(hardware), task_ids, measure_batch, flow_run_id, report=logger.info,
+        on_progress=progress_reporter("collect-progress", f"{hardware}: candidates measured"))
 
 
 @task(name="record-run")
@@ -117,6 +120,12 @@ def network_hash(network: str, batch_size: int, input_size: int) -> str:
       task_run_name="tune {spec[network]} on {spec[hardware]}")
 def tune_network(spec: dict, tuning_id: str) -> dict:
     """Tune with MetaSchedule driven by the chosen cost model, measure end to end, store it."""
+    from tasks.artifacts import progress_reporter
     from tasks.retune import run_retune
 
-    return run_retune(spec, tuning_id, report=get_run_logger().info)
+    progress = progress_reporter("retune-progress", f"{spec['network']} on {spec['hardware']}: "
+                                 f"trials measured of {spec['trials']}")
+    result = run_retune(spec, tuning_id, report=get_run_logger().info,
+                        on_trials=lambda done: progress(done, spec["trials"]))
+    progress(spec["trials"], spec["trials"])  # done, also when a time budget ended it early
+    return result

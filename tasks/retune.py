@@ -138,8 +138,8 @@ def network_hash(network: str, batch_size: int, input_size: int) -> str:
     return structural_hash_hex(import_to_relax(network, batch_size, input_size))
 
 
-def run_retune(spec: dict[str, Any], tuning_id: str,
-               report: Callable[[str], None] = print) -> dict[str, Any]:
+def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], None] = print,
+               on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune, then record the run and its curve in one transaction; returns the summary."""
     from tasks.tuning import tune_network
     from tasks.tvm_env import tvm_version
@@ -152,7 +152,7 @@ def run_retune(spec: dict[str, Any], tuning_id: str,
                           flops_share=spec["flops_share"], seed=spec["seed"],
                           population=spec["population"],
                           batch_size=spec["batch_size"], input_size=spec["input_size"],
-                          report=report)
+                          report=report, on_trials=on_trials)
     row = {
         "tuning_id": tuning_id, "network": spec["network"], "batch_size": spec["batch_size"],
         "input_size": spec["input_size"], "network_hash": result.network_hash,

@@ -87,6 +87,7 @@ class TuningLog:
     context_task: list[int] | None = None
     deadline: float | None = None  # time.monotonic() after which tuning stops
     report: Callable[[str], None] = print
+    on_trials: Callable[[int], None] | None = None  # progress: trials measured so far
     started: float = field(default_factory=time.monotonic)
     trials: int = 0
     errors: int = 0
@@ -124,6 +125,8 @@ class TuningLog:
         estimate = self.estimated()
         self.curve.append(CurvePoint(self.trials, wall, self.task_names[task_id],
                                      self.best[task_id], estimate))
+        if self.on_trials is not None:
+            self.on_trials(self.trials)
         shown = f"{estimate * 1e3:.3f} ms" if estimate is not None else "pending"
         self.report(f"tuned {self.trials} trials in {wall:.0f} s "
                     f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors, "
@@ -319,8 +322,8 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                  scheduler: str = "gradient", flops_share: float = 0.9,
                  trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
-                 constraints: bool = True,
-                 report: Callable[[str], None] = print) -> TuningResult:
+                 constraints: bool = True, report: Callable[[str], None] = print,
+                 on_trials: Callable[[int], None] | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns.
@@ -349,7 +352,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
            f">= {flops_share:.0%} of FLOPs x occurrences")
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
-                    report=report)
+                    report=report, on_trials=on_trials)
     rules = rules_for(profile) if constraints else []
     contexts, log.context_task = tune_contexts(
         [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,

@@ -36,3 +36,22 @@ def seed_store(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("seed-store") / "seed.duckdb")
     load_shards(db, progress=lambda _: None)
     return db
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory):
+    """`tenforge service start` on a free port, in its own folder, writing to its own store
+    (TENFORGE_DB, the default `db` of every deployment); stopped at the end of the session."""
+    from tests.service_client import free_port
+
+    folder = tmp_path_factory.mktemp("service")
+    env = {"TENFORGE_SERVICE_DIR": str(folder), "TENFORGE_DB": str(folder / "store.duckdb")}
+    port = free_port()
+    started = run_cli("service", "start", "--port", str(port), env=env, timeout=900)
+    assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+    try:
+        yield {"api": f"http://127.0.0.1:{port}/api", "ui": f"http://127.0.0.1:{port}",
+               "port": port, "env": env, "folder": folder, "db": env["TENFORGE_DB"]}
+    finally:
+        stopped = run_cli("service", "stop", env=env, timeout=120)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr

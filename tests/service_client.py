@@ -1,0 +1,44 @@
+"""Helpers for the tests that run the real service: a free port, the Prefect REST API (the
+one the UI uses), and waiting for a flow run to end."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+FINAL_STATES = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def api(base: str, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+    request = urllib.request.Request(base + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:  # a busy 2-core box
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def wait_for_run(base: str, run_id: str, timeout_s: float = 900) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _, flow_run = api(base, "GET", f"/flow_runs/{run_id}")
+        if flow_run["state"]["type"] in FINAL_STATES or time.monotonic() > deadline:
+            return flow_run
+        time.sleep(1)
+
+
+def artifacts_of(base: str, run_id: str) -> dict[str, dict]:
+    _, found = api(base, "POST", "/artifacts/filter",
+                   {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
+    return {a["key"]: a for a in found}
