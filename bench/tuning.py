@@ -12,12 +12,15 @@ untuned build and PyTorch eager on the same input and thread count.
 
 Reported per network and cost model: final end-to-end latency, the tuned tasks' estimated
 latency (sum of occurrences x best cold-cache task latency, the curve MetaSchedule optimizes),
-search time, and the search-time speedup = time (a) took to reach its final estimated latency /
-time the model took to reach that same latency ("never" when it did not); the same ratio in
-trials (robust to a noisy machine). Curves -> PNG and JSON.
+search time, and the search-time speedup = time the baseline (the first variant, (a) by
+default) took to reach its best estimated latency within the trial budget / time the variant
+took to reach that same latency ("never" when it did not); the same ratio in trials (robust to
+a noisy machine). `--variants` adds ablations: the resource-constraint rules (+rules) and
+tenforge's schedulers (+gain, +dual). Curves -> PNG and JSON.
 
     .venv/bin/python bench/tuning.py [--networks tiny_cnn,resnet18] [--trials 256]
-        [--hardware cpu-znver3-avx2-1t] [--source cpu-znver3-sse42-1t] [--out bench/out]
+        [--variants a,b,c] [--hardware cpu-znver3-avx2-1t] [--source cpu-znver3-sse42-1t]
+        [--out bench/out]
 """
 
 from __future__ import annotations
@@ -103,6 +106,20 @@ def reach(result: TuningResult, latency_ms: float) -> tuple[int, float] | None:
     return None
 
 
+def at_budget(result: TuningResult, trials: int) -> float:
+    """Best estimated latency (ms) within the first `trials` trials."""
+    return min(est for t, _, est in zip(*curve(result)) if t <= trials)
+
+
+def parse_variant(text: str, scheduler: str) -> tuple[str, str, bool]:
+    """'c+rules+dual' -> ('c', 'dual', True): cost model a|b|c, + rules, + a scheduler."""
+    model, *extras = text.split("+")
+    if model not in ("a", "b", "c") or not set(extras) <= {"rules", "gain", "dual", "gradient"}:
+        raise SystemExit(f"bad variant {text!r}: a|b|c, then any of +rules +gain +dual")
+    chosen = [e for e in extras if e != "rules"]
+    return model, chosen[-1] if chosen else scheduler, "rules" in extras
+
+
 def plot(results: dict[str, dict[str, TuningResult]], path: Path) -> None:
     import matplotlib
 
@@ -133,7 +150,11 @@ def main() -> None:
                         help="profile whose seed data pre-trains (b)")
     parser.add_argument("--trials", type=int, default=256)
     parser.add_argument("--population", type=int, default=64)
-    parser.add_argument("--scheduler", default="gradient", help="task scheduler for all three")
+    parser.add_argument("--scheduler", default="gradient", help="task scheduler by default")
+    parser.add_argument("--variants", default="a,b,c",
+                        help="what to tune with, the first is the baseline: a (MetaSchedule "
+                             "xgb), b (pre-trained), c (transferred), each optionally +rules "
+                             "(resource-constraint rules) and +gain or +dual (scheduler)")
     parser.add_argument("--family", default="xgb")
     parser.add_argument("--samples", type=int, default=200, help="target samples for (c)")
     parser.add_argument("--db", help="store (default: the seed, loaded into a temp store)")
@@ -147,35 +168,46 @@ def main() -> None:
     db = args.db or str(work / "seed.duckdb")
     if args.db is None:
         load_shards(db, progress=lambda _: None)
-    models = {"(a) MetaSchedule xgb": "xgb",
-              **train_models(db, args.source, profile.name, networks, args.family,
-                             args.samples, args.seed, work)}
+    models = {"a": ("(a) MetaSchedule xgb", "xgb")}
+    trained = train_models(db, args.source, profile.name, networks, args.family, args.samples,
+                           args.seed, work)
+    models.update({"b": ("(b) pre-trained", trained["(b) pre-trained"]),
+                   "c": ("(c) transferred", trained["(c) transferred"])})
+    variants = [parse_variant(v, args.scheduler) for v in args.variants.split(",") if v]
     results: dict[str, dict[str, TuningResult]] = {}
     rows = []
     for network in networks:
         eager = torch_eager_ms(network, profile.num_threads)
-        for label, cost_model in models.items():
+        for index, (model_key, scheduler, rules) in enumerate(variants):
+            label = models[model_key][0] + (f" +{scheduler}" if scheduler != args.scheduler
+                                            else "") + (" +rules" if rules else "")
             print(f"== {network} with {label}", flush=True)
             results.setdefault(network, {})[label] = tune_network(
-                network, profile, work / network / label[1], args.trials,
-                cost_model=cost_model, scheduler=args.scheduler, population=args.population,
-                seed=args.seed, report=lambda line: print("   ", line, flush=True))
-        baseline = results[network]["(a) MetaSchedule xgb"]
-        base_final = curve(baseline)[2][-1]
+                network, profile, work / network / str(index), args.trials,
+                cost_model=models[model_key][1], scheduler=scheduler,
+                population=args.population, seed=args.seed, constraints=rules,
+                report=lambda line: print("   ", line, flush=True))
+        # the baseline is the first variant; "final" = its best within the trial budget (it
+        # may measure a batch more than asked)
+        baseline = next(iter(results[network].values()))
+        base_final = at_budget(baseline, args.trials)
         base_trials, base_time = reach(baseline, base_final)
         for label, result in results[network].items():
             got = reach(result, base_final)
             rows.append((network, label, result.trials, round(result.tuned["latency_s"] * 1e3, 4),
                          round(result.untuned["latency_s"] * 1e3, 4), round(eager, 4),
-                         round(curve(result)[2][-1], 4), round(result.search_s, 1),
+                         round(at_budget(result, args.trials), 4), round(result.search_s, 1),
+                         result.rejected_by_rules,
                          "never" if got is None else f"{got[0]} / {got[1]:.0f} s",
                          "-" if got is None else round(base_time / max(got[1], 1e-9), 2),
                          "-" if got is None else round(base_trials / got[0], 2)))
     print(f"\nTuning on {profile.name} ({profile.num_threads} thread(s)), {args.trials} trials, "
-          f"population {args.population}, {args.scheduler} scheduler, tasks with 90% of FLOPs:")
+          f"population {args.population}, {args.scheduler} scheduler unless named, no "
+          "constraint rules unless named, tasks with 90% of FLOPs:")
     print(format_table(["network", "cost model", "trials", "tuned ms", "untuned ms",
-                        "torch ms", "est. ms", "search s", "to (a)'s final (trials / s)",
-                        "search-time speedup", "trial speedup"], rows))
+                        "torch ms", f"est. ms @{args.trials}", "search s", "dropped by rules",
+                        "to baseline's final (trials / s)", "search-time speedup",
+                        "trial speedup"], rows))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = out / "tuning_curves.png"
