@@ -99,7 +99,7 @@ def kill_loop(db: str, kills: int, candidates: int, rng: random.Random,
         else:
             batches = 0
             for line in proc.stdout:
-                if " - measured " in line:
+                if "% measured " in line:  # a committed batch (tasks.collect.Progress)
                     batches += 1
                     if batches >= after_batches:
                         time.sleep(rng.uniform(0.0, 2.0))  # mid-way into the next batch

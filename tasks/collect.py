@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from tasks.hardware import PROJECT_ROOT, HardwareProfile, check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
 from tenforge.errors import TenforgeError
+from tenforge.progress import bar
 
 DEFAULT_DB = PROJECT_ROOT / "data" / "tenforge.duckdb"
 
@@ -126,11 +127,10 @@ class Progress:
         return 60.0 * self.done / elapsed if elapsed > 0 else 0.0
 
     def line(self) -> str:
-        pct = 100.0 * self.done / self.total if self.total else 100.0
         rate = self.per_minute
         eta = (self.total - self.done) / rate * 60 if rate > 0 else float("nan")
-        return (f"measured {self.done}/{self.total} ({pct:.0f}%) at {rate:.1f} candidates/min, "
-                f"{self.errors} errors, ETA {eta:.0f} s")
+        return (f"{bar(self.done, self.total)} measured {self.done}/{self.total} at "
+                f"{rate:.1f} candidates/min, {self.errors} errors, ETA {eta:.0f} s")
 
 
 def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] | None,

@@ -30,6 +30,7 @@ import numpy as np
 from tasks.constraints import constraint_postproc, rules_for
 from tasks.hardware import HardwareProfile
 from tenforge.errors import TenforgeError
+from tenforge.progress import bar
 
 Scheduler = Literal["gradient", "round-robin", "gain", "dual"]
 SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
@@ -86,6 +87,7 @@ class TuningLog:
     task_weights: list[float]
     context_task: list[int] | None = None
     deadline: float | None = None  # time.monotonic() after which tuning stops
+    budget: int | None = None  # the trial budget, for the progress bar
     report: Callable[[str], None] = print
     on_trials: Callable[[int], None] | None = None  # progress: trials measured so far
     started: float = field(default_factory=time.monotonic)
@@ -128,7 +130,8 @@ class TuningLog:
         if self.on_trials is not None:
             self.on_trials(self.trials)
         shown = f"{estimate * 1e3:.3f} ms" if estimate is not None else "pending"
-        self.report(f"tuned {self.trials} trials in {wall:.0f} s "
+        progress = f"{bar(self.trials, self.budget)} " if self.budget else ""
+        self.report(f"{progress}tuned {self.trials} trials in {wall:.0f} s "
                     f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors, "
                     f"{self.rejected_by_rules} dropped by rules); "
                     f"estimated network latency {shown}")
@@ -352,7 +355,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
            f">= {flops_share:.0%} of FLOPs x occurrences")
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
-                    report=report, on_trials=on_trials)
+                    report=report, on_trials=on_trials, budget=trials)
     rules = rules_for(profile) if constraints else []
     contexts, log.context_task = tune_contexts(
         [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,

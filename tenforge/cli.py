@@ -274,6 +274,25 @@ def cmd_service(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from tasks.training import study_storage
+    from tenforge.service import _check_port
+
+    journal = study_storage(args.db)
+    if not journal.exists():
+        raise TenforgeError(f"no search studies next to {args.db} yet ({journal} is missing); "
+                            "run `tenforge search` first")
+    _check_port(args.host, args.port)
+    print(f"Optuna dashboard for {journal}: http://{args.host}:{args.port} (Ctrl-C stops it)",
+          flush=True)
+    from optuna_dashboard._cli import main as dashboard
+
+    sys.argv = ["optuna-dashboard", "--host", args.host, "--port", str(args.port),
+                "--storage-class", "JournalFileStorage", str(journal)]
+    dashboard()
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from storage.reports import store_report
 
@@ -436,6 +455,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-deploy", action="store_true",
                    help="start server, pools and workers, but do not (re)deploy prefect.yaml")
     p.set_defaults(func=cmd_service)
+
+    p = sub.add_parser("dashboard", help="Optuna's dashboard for the store's search studies")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_positive, default=8080)
+    db_option(p)
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("report", help="what the store holds: measurements, best latencies, "
                                       "model leaderboard, tuning history")
