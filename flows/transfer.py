@@ -8,6 +8,7 @@ from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
+from tasks.artifacts import publish_markdown, transfer_markdown
 
 
 @flow(name="pretrain", log_prints=True)
@@ -61,5 +62,7 @@ def transfer(parent: str | None = None, hardware: str = "local", samples: Positi
     with recorded_run(spec["db"], run_id, "transfer", spec, spec["hardware"]) as out:
         out.update(t.transfer(spec["db"], spec["parent"], spec["hardware"], samples, strategy,
                               spec["networks"], seed, run_id))
+    publish_markdown("transfer-result", transfer_markdown(spec, out),
+                     description="the fine-tuned model beside its parent on held-out tasks")
     print(f"transfer done: {out['model_id']} (parent {spec['parent']})")
     return out

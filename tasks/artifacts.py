@@ -96,3 +96,19 @@ def tuning_markdown(db: str, tuning_id: str, network: str, hardware: str) -> str
         parts.append(png_markdown(figure, "tuning curve"))
         plt.close(figure)
     return "\n\n".join(parts) + "\n"
+
+
+def transfer_markdown(spec: dict[str, Any], out: dict[str, Any]) -> str:
+    """The fine-tuned model beside its parent, on the same held-out tasks of the target."""
+    from storage.reports import markdown_table
+
+    def row(model: str, what: str, metrics: dict[str, Any]) -> tuple:
+        return (model, what, *(None if metrics.get(k) is None else round(metrics[k], 4)
+                               for k in ("peak1", "peak5", "pairwise")))
+
+    table = markdown_table(
+        ["model", "", "top-1", "top-5", "pairwise"],
+        [row(spec["parent"], "parent, as pre-trained", out["parent_test"]),
+         row(out["model_id"], f"fine-tuned ({spec['strategy']}, {out['samples']} samples)",
+             out["metrics"])])
+    return f"# Transfer to {spec['hardware']} (held-out tasks)\n\n{table}\n"

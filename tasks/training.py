@@ -181,6 +181,7 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
     sample_by_task); score it on held-out target tasks; register it as a child of the
     parent."""
     from models.evaluate import evaluate
+    from models.registry import load_model
     from models.transfer import fine_tune
 
     with Store(db, read_only=True) as store:
@@ -200,13 +201,15 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
     train, test = data.subset(chosen), data.subset(split.test)
     model, info = fine_tune(parent["path"], strategy, train, seed=seed)
     metrics = evaluate(model, test)
+    before = evaluate(load_model(parent["path"]), test)  # the same held-out tasks, not tuned
     out = register(db, model, data, data_s, {**asdict(split_s), "samples": len(chosen)},
                    len(train), train.fingerprint(), metrics, info["train_s"], seed,
                    flow_run_id, parent_model_id=parent_model_id,
                    extra={"strategy": strategy, "target": hardware})
     log(f"transferred {parent_model_id} -> {out['model_id']} ({strategy}, {len(chosen)} "
-        f"samples of {hardware}): test peak1 {metrics['peak1']:.4f}")
-    return out
+        f"samples of {hardware}): test peak1 {metrics['peak1']:.4f} (parent as is: "
+        f"{before['peak1']:.4f})")
+    return {**out, "samples": len(chosen), "parent_test": _finite(before)}
 
 
 def _finite(value: Any) -> Any:
