@@ -161,19 +161,23 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
 
     landed = 0
     for number in range(1, kills + 1):
+        # the trial the last kill interrupted is still RUNNING in the journal until this run
+        # fails it: wait for a trial of this run
+        stale = set(running_trials(db))
         proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *search_args(db, trials)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         start = time.monotonic()
-        while proc.poll() is None and not running_trials(db) and time.monotonic() - start < 600:
+        while proc.poll() is None and not set(running_trials(db)) - stale \
+                and time.monotonic() - start < 600:
             time.sleep(0.5)
         time.sleep(rng.uniform(0.0, 2.0))  # somewhere inside the trial
         outcome = "finished before the kill"
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            landed += bool(running_trials(db))
-            outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) " \
-                      f"{running_trials(db)}"
+            inside = sorted(set(running_trials(db)) - stale)
+            landed += bool(inside)
+            outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) {inside}"
         proc.wait()
         print(f"search kill {number}/{kills}: {outcome}", flush=True)
     final = cli(*search_args(db, trials))
@@ -360,15 +364,16 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tenforge-faults-"))
     db = str(tmp / "killed.duckdb")
 
-    totals = kill_loop(db, args.kills, args.candidates, random.Random(args.seed))
-    final = cli(*collect_args(db, args.candidates))
-    state = store_state(db)
-    unmeasured = state["candidates"] - len({c for c, _ in state["measured"]})
-    print(f"\nfinal run: exit {final.returncode}; {len(state['measured'])} measurements of "
-          f"{state['candidates']} candidates, unmeasured {unmeasured}")
-    print(f"kills done: {args.kills}; measurements lost: {totals['lost']}; duplicates: "
-          f"{totals['duplicates'] + state['duplicates']}; inconsistent states: "
-          f"{totals['inconsistent']}")
+    if args.kills:
+        totals = kill_loop(db, args.kills, args.candidates, random.Random(args.seed))
+        final = cli(*collect_args(db, args.candidates))
+        state = store_state(db)
+        unmeasured = state["candidates"] - len({c for c, _ in state["measured"]})
+        print(f"\nfinal run: exit {final.returncode}; {len(state['measured'])} measurements of "
+              f"{state['candidates']} candidates, unmeasured {unmeasured}")
+        print(f"kills done: {args.kills}; measurements lost: {totals['lost']}; duplicates: "
+              f"{totals['duplicates'] + state['duplicates']}; inconsistent states: "
+              f"{totals['inconsistent']}")
     if args.search_kills:
         search_db = str(tmp / "search.duckdb")
         cli("dataset", "load-seed", "--db", search_db)
