@@ -157,8 +157,6 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
     """SIGKILL the search flow while an Optuna trial runs, `kills` times, then finish the study.
     Every killed trial must end FAIL (interrupted) and be run again; the finished trials must
     all be in search_trials; every registered model must load."""
-    from models.registry import load_model
-
     landed = 0
     for number in range(1, kills + 1):
         # the trial the last kill interrupted is still RUNNING in the journal until this run
@@ -193,6 +191,19 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
     counted = [t for t in study_trials if t.state.is_finished() and t.number not in interrupted]
     with Store(db, read_only=True) as store:
         copied = store.scalar("SELECT count(*) FROM search_trials")
+    models, unloadable = registered_models(db)
+    return {"exit": final.returncode, "kills_in_a_trial": landed,
+            "interrupted": len(interrupted),
+            "still_running": sum(t.state.name == "RUNNING" for t in study_trials),
+            "counted": len(counted), "not_copied": len(study_trials) - copied,
+            "models": models, "unloadable": unloadable}
+
+
+def registered_models(db: str) -> tuple[int, int]:
+    """How many models the registry lists, and how many of their artifacts fail to load."""
+    from models.registry import load_model
+
+    with Store(db, read_only=True) as store:
         paths = [p for (p,) in store.query("SELECT path FROM models")]
     unloadable = 0
     for path in paths:
@@ -200,18 +211,12 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
             load_model(path)
         except Exception:  # noqa: BLE001 - any failure to load counts
             unloadable += 1
-    return {"exit": final.returncode, "kills_in_a_trial": landed,
-            "interrupted": len(interrupted),
-            "still_running": sum(t.state.name == "RUNNING" for t in study_trials),
-            "counted": len(counted), "not_copied": len(study_trials) - copied,
-            "models": len(paths), "unloadable": unloadable}
+    return len(paths), unloadable
 
 
 def kill_pretrain(db: str, kills: int, rng: random.Random) -> dict:
     """SIGKILL `tenforge pretrain` at random times, then run it to the end: the registry may
     only ever hold models whose artifacts load."""
-    from models.registry import load_model
-
     args = ["pretrain", "--family", "mlp", "--networks", "resnet18,mobilenet_v2", "--db", db]
     for number in range(1, kills + 1):
         proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], cwd=ROOT,
@@ -227,15 +232,8 @@ def kill_pretrain(db: str, kills: int, rng: random.Random) -> dict:
             outcome = f"killed after {delay:.1f} s"
         print(f"pretrain kill {number}/{kills}: {outcome}", flush=True)
     final = cli(*args)
-    with Store(db, read_only=True) as store:
-        paths = [p for (p,) in store.query("SELECT path FROM models")]
-    unloadable = 0
-    for path in paths:
-        try:
-            load_model(path)
-        except Exception:  # noqa: BLE001
-            unloadable += 1
-    return {"exit": final.returncode, "models": len(paths), "unloadable": unloadable}
+    models, unloadable = registered_models(db)
+    return {"exit": final.returncode, "models": models, "unloadable": unloadable}
 
 
 def bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:

@@ -26,6 +26,7 @@ from models.dataset import Dataset
 from models.evaluate import ranking_metrics
 from models.registry import create_model
 from tenforge.errors import TenforgeError
+from tenforge.procs import pid_alive
 
 FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")
 NEURAL = ("mlp", "attention", "bilstm_attention")
@@ -149,18 +150,6 @@ def _owner() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:  # os.kill(0 or -1, ...) would address a whole group
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
-
-
 def fail_interrupted_trials(study: optuna.Study) -> list[int]:
     """Mark FAIL (user attr interrupted) every RUNNING trial whose process, on this host, is
     gone: a killed search leaves its trial RUNNING in the journal forever, where it would
@@ -169,7 +158,7 @@ def fail_interrupted_trials(study: optuna.Study) -> list[int]:
     failed = []
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         owner = trial.user_attrs.get("owner") or {}
-        if owner.get("host") != socket.gethostname() or _alive(int(owner.get("pid", -1))):
+        if owner.get("host") != socket.gethostname() or pid_alive(int(owner.get("pid", -1))):
             continue
         study._storage.set_trial_user_attr(trial._trial_id, "interrupted", True)
         study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)

@@ -35,8 +35,10 @@ def publish_markdown(key: str, markdown: str, description: str | None = None) ->
 
 
 def summary_markdown(flow: str, summary: dict[str, Any]) -> str:
-    rows = "\n".join(f"| {name} | {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value} |"
-                     for name, value in summary.items())
+    def cell(value: Any) -> str:
+        return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+
+    rows = "\n".join(f"| {name} | {cell(value)} |" for name, value in summary.items())
     return f"# {flow}: summary\n\n| | |\n|---|---|\n{rows}\n"
 
 

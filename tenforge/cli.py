@@ -276,13 +276,13 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from tasks.training import study_storage
-    from tenforge.service import _check_port
+    from tenforge.service import check_port_free
 
     journal = study_storage(args.db)
     if not journal.exists():
         raise TenforgeError(f"no search studies next to {args.db} yet ({journal} is missing); "
                             "run `tenforge search` first")
-    _check_port(args.host, args.port)
+    check_port_free(args.host, args.port)
     print(f"Optuna dashboard for {journal}: http://{args.host}:{args.port} (Ctrl-C stops it)",
           flush=True)
     from optuna_dashboard._cli import main as dashboard

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from tenforge.errors import TenforgeError
+from tenforge.procs import pid_alive
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 4200
@@ -62,16 +63,6 @@ def read_state() -> ServiceState | None:
                             "it") from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def service_env(url: str, home: Path) -> dict[str, str]:
     """The environment of every service process (and of a client that talks to it)."""
     return {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(home),
@@ -80,7 +71,7 @@ def service_env(url: str, home: Path) -> dict[str, str]:
             "PREFECT_WORKER_QUERY_SECONDS": os.environ.get("PREFECT_WORKER_QUERY_SECONDS", "5")}
 
 
-def _check_port(host: str, port: int) -> None:
+def check_port_free(host: str, port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((host, port))
@@ -151,11 +142,11 @@ def start(host: str = "127.0.0.1", port: int = DEFAULT_PORT, deploy: bool = True
           startup_timeout_s: float = 180) -> ServiceState:
     """Start the server, create the pools, deploy prefect.yaml, start the workers."""
     running = read_state()
-    if running is not None and _alive(running.server_pid):
+    if running is not None and pid_alive(running.server_pid):
         raise TenforgeError(f"the tenforge service is already running (server pid "
                             f"{running.server_pid}, UI {running.ui}); `tenforge service stop` "
                             "first")
-    _check_port(host, port)
+    check_port_free(host, port)
     folder = service_dir()
     home = folder / "prefect"
     home.mkdir(parents=True, exist_ok=True)
@@ -215,7 +206,7 @@ def _end(pid: int, grace_s: float = 15) -> None:
                 os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
             except ChildProcessError:
                 pass
-            if not _alive(pid):
+            if not pid_alive(pid):
                 return
             time.sleep(0.2)
 
@@ -239,7 +230,7 @@ def status() -> str:
     if state is None:
         return "the tenforge service is not running (`tenforge service start`)"
     lines = [f"UI {state.ui}  API {state.url}  home {state.home}",
-             f"server pid {state.server_pid}: {'up' if _alive(state.server_pid) else 'GONE'}"]
-    lines += [f"worker {pool} pid {pid}: {'up' if _alive(pid) else 'GONE'}"
+             f"server pid {state.server_pid}: {'up' if pid_alive(state.server_pid) else 'GONE'}"]
+    lines += [f"worker {pool} pid {pid}: {'up' if pid_alive(pid) else 'GONE'}"
               for pool, pid in state.workers.items()]
     return "\n".join(lines)
