@@ -1,6 +1,9 @@
 """The measurer on real builds and runs: correct timings, and every fault recorded, not fatal."""
 
 import dataclasses
+import os
+import signal
+import threading
 
 import pytest
 import tvm
@@ -94,6 +97,30 @@ def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
     assert kinds[3][0] == "run_timeout"
     assert kinds[4][0] == "wrong_result"
     assert kinds[5] == (None, None)
+
+
+def test_a_killed_builder_and_a_hanging_build_are_recorded(profile):
+    """The build worker dies under a build (SIGKILL, as the OOM killer would): build_crash. A
+    build that never answers (its worker frozen with SIGSTOP) hits the build timeout:
+    build_timeout. Each time a fresh worker builds the next candidate."""
+    quick = dataclasses.replace(profile, measure=dataclasses.replace(profile.measure,
+                                                                     build_timeout_s=4.0))
+    _, jobs = _matmul_jobs(profile.target, 32, 3, seed=2)
+    with Measurer(quick, build_workers=1) as measurer:
+        assert measurer.measure(jobs[:1])[0].error_kind is None  # the workers are up
+        frozen = measurer.builders[0].process.pid
+        os.kill(frozen, signal.SIGSTOP)
+        killer = threading.Timer(1.0, os.kill, (frozen, signal.SIGKILL))
+        killer.start()  # dies while it holds the next build
+        crashed, after_crash = measurer.measure([dataclasses.replace(jobs[1], candidate_id=11),
+                                                 dataclasses.replace(jobs[2], candidate_id=12)])
+        killer.join()
+        os.kill(measurer.builders[0].process.pid, signal.SIGSTOP)  # the fresh one hangs
+        hung, after_hang = measurer.measure([dataclasses.replace(jobs[1], candidate_id=21),
+                                             dataclasses.replace(jobs[2], candidate_id=22)])
+    assert crashed.error_kind == "build_crash" and "SIGKILL" in crashed.error_msg
+    assert hung.error_kind == "build_timeout"
+    assert after_crash.error_kind is None and after_hang.error_kind is None
 
 
 def test_output_comparison_tolerates_rounding_only():
