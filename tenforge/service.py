@@ -217,7 +217,7 @@ def stop(report: Callable[[str], None] = print) -> bool:
     if state is None:
         report("the tenforge service is not running")
         return False
-    for pool, pid in state.workers.items():
+    for pid in state.workers.values():
         _end(pid)
     _end(state.server_pid)
     _state_file().unlink(missing_ok=True)
