@@ -1,6 +1,6 @@
 """What the resource-constraint rules (tasks.constraints) would have dropped from the seed.
 
-For every hardware profile in the store: re-derive each measured candidate's schedule from its
+For every hardware profile in the store, grouped by ISA family: re-derive each measured candidate's schedule from its
 trace, ask the profile's rules, and compare what they reject with the measured labels
 (label = task's best latency / candidate's latency; 1 = the task's best). A good rule rejects
 many candidates, with low labels, and never a task's best. The rule's threshold was chosen by
@@ -30,7 +30,7 @@ bootstrap()
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
 from storage.store import Store  # noqa: E402
-from tasks.constraints import first_rejection, rules_for_target  # noqa: E402
+from tasks.constraints import first_rejection, isa_family, rules_for_target  # noqa: E402
 from tasks.tvm_env import load_tvm  # noqa: E402
 
 PARITY = {"all": "TRUE", "even": "t.task_id % 2 = 0", "odd": "t.task_id % 2 = 1"}
@@ -102,20 +102,30 @@ def main() -> None:
         profiles = store.query("SELECT name, target_kind, features_json FROM hardware "
                                "ORDER BY name")
         for name, kind, features_json in profiles:
-            rules = rules_for_target(kind, json.loads(features_json))
+            features = json.loads(features_json)
+            # every rule, also where it is off by default: this is where the evidence comes from
+            rules = rules_for_target(kind, features, only_validated=False)
+            on = rules_for_target(kind, features)
             found = candidates(store, name, args.tasks, args.per_task)
             if not found:
                 continue
             task, label, rejected, seconds = judge(found, rules)
             print(f"{name}: judged {len(found)} candidates at {seconds * 1e3:.1f} ms each "
                   "(re-deriving the schedule included)", flush=True)
-            rows.append(summarize(name, rules, task, label, rejected))
+            rows.append((isa_family(kind, features), *summarize(name, rules, task, label,
+                                                                rejected),
+                         "on" if on else "off"))
     print(f"\nTasks: {args.tasks}; up to {args.per_task} measured candidates per task. "
           "label = task's best latency / candidate's latency.")
-    print(format_table(["hardware", "rules", "tasks", "candidates", "rejected",
+    print(format_table(["ISA", "hardware", "rules", "tasks", "candidates", "rejected",
                         "median label rejected", "median label all", "p90 label rejected",
                         "tasks whose best was rejected", "tasks losing one >= 0.9",
-                        "worst best-kept"], rows))
+                        "worst best-kept", "default"], sorted(rows)))
+    families = {r[0] for r in rows}
+    missing = sorted({"avx512", "avx2", "sse42"} - families)
+    if missing:
+        print(f"No data for ISA families {', '.join(missing)} in this store: collect on such a "
+              "machine (`tenforge collect --hardware local-1t`) and load its shards.")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from tasks import prefect_tasks as t
 def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
             candidates_per_task: PositiveInt = 8, seed: int = 0,
             batch_size: PositiveInt = 1, db: str | None = None,
-            measure_batch: PositiveInt = 16) -> dict:
+            measure_batch: PositiveInt = 16, outbox: str | None = None) -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 
@@ -28,10 +28,13 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         batch_size: the networks' batch size.
         db: DuckDB file (default: $TENFORGE_DB or data/tenforge.duckdb).
         measure_batch: candidates built together before being run one by one.
+        outbox: a folder to export this run's shard to, for the fleet's central store to
+            ingest (default: $TENFORGE_OUTBOX; unset = no export).
     """
     profile = steps.validate_collect(hardware, networks, candidates_per_task, batch_size,
                                      measure_batch)
     db_path = str(steps.prepare_db_path(db or steps.default_db()))
+    steps.check_outbox(outbox or steps.default_outbox())
     run_id = current_run_id()
     params = {"hardware": profile.name, "networks": list(networks),
               "candidates_per_task": candidates_per_task, "seed": seed,
@@ -47,5 +50,8 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         measured = t.measure_candidates(db_path, profile.name, task_ids, measure_batch, run_id)
         summary.update({"db": db_path, "hardware": profile.name, "tasks": len(task_ids),
                         "new_candidates": new, **measured})
+    outbox = outbox or steps.default_outbox()
+    if outbox:
+        summary["exported"] = t.export_run_shard(db_path, run_id, outbox)
     print(f"collect done: {summary}")
     return summary

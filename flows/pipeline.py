@@ -1,7 +1,8 @@
 """The `pipeline` flow: the main job on embedded defaults (local CPU, a DuckDB file, Prefect's
 ephemeral API): load the shipped seed dataset into an empty store, collect on two small networks,
 run a small cost-model search on everything the store holds, pre-train the winner's
-configuration on the seed's profiles and fine-tune it to the local one, retune a small network
+configuration on the seed's profiles and adapt it to the local one (onboarding it when this
+store had no data of it: calibration set, fine-tuning, three-way accuracy table), retune a small network
 with MetaSchedule's own cost model and with the fine-tuned one, then show what is there."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows.collect import collect
+from flows.onboard import onboard
 from flows.retune import retune
 from flows.search import search
 from flows.transfer import pretrain, transfer
@@ -24,7 +26,8 @@ from tasks.prefect_tasks import load_seed_if_empty
 def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
              candidates_per_task: PositiveInt = 4, seed: int = 0, db: str | None = None,
              search_trials: PositiveInt = 4, search_budget_s: float = 120.0,
-             retune_network: str = "tiny_cnn", retune_trials: PositiveInt = 16) -> dict:
+             retune_network: str = "tiny_cnn", retune_trials: PositiveInt = 16,
+             calibration_candidates: PositiveInt = 96) -> dict:
     """Seed an empty store, collect a few candidates per task of small networks on `hardware`,
     then summarize.
 
@@ -38,14 +41,21 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
         search_budget_s: time budget of that search.
         retune_network: the network retuned at the end, with the baseline and learned model.
         retune_trials: measured candidates per retune.
+        calibration_candidates: when `hardware` had no data before this run, it is onboarded
+            (`onboard`) with a calibration set of this size.
     """
+    from tasks.hardware import resolve_profile
+    from tasks.onboard import calibration_exists
+
     db_path = str(prepare_db_path(db or default_db()))
     seeded = load_seed_if_empty(db_path)
+    new_hardware = not calibration_exists(db_path, resolve_profile(hardware).name)
     summary = collect(hardware=hardware, networks=networks,
                       candidates_per_task=candidates_per_task, seed=seed, db=db_path)
     found = search(families=["xgb", "mlp"], trials=search_trials,
                    time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=db_path)
-    adapted = _pretrain_and_transfer(db_path, hardware, found["model_id"], seed)
+    adapted = _pretrain_and_adapt(db_path, hardware, found["model_id"], seed,
+                                  calibration_candidates if new_hardware else None)
     learned = (adapted or found)["model_id"]
     tuned = {model: retune(network=retune_network, hardware=hardware, trials=retune_trials,
                            cost_model=model, population=64, seed=seed, db=db_path)
@@ -58,9 +68,11 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 
 
-def _pretrain_and_transfer(db: str, hardware: str, winner: str, seed: int) -> dict | None:
-    """Pre-train the search winner's configuration on every other profile (the seed's) and
-    fine-tune it to `hardware` on all of its measurements."""
+def _pretrain_and_adapt(db: str, hardware: str, winner: str, seed: int,
+                        calibration: int | None) -> dict | None:
+    """Pre-train the search winner's configuration on every other profile (the seed's), then
+    adapt it to `hardware`: onboard it (calibration set, fine-tune, three-way accuracy) when it
+    had no data before this run, else fine-tune on all of its measurements."""
     from tasks.hardware import resolve_profile
     from tasks.training import default_hardware
 
@@ -70,5 +82,8 @@ def _pretrain_and_transfer(db: str, hardware: str, winner: str, seed: int) -> di
         print("no other profile's data in the store: skipping pretrain -> transfer")
         return None
     parent = pretrain(hardware=sources, from_model=winner, seed=seed, db=db)
+    if calibration is not None:
+        return onboard(hardware=local, candidates=calibration, parent=parent["model_id"],
+                       seed=seed, db=db)
     return transfer(parent=parent["model_id"], hardware=local, samples=None, strategy="full",
                     seed=seed, db=db)

@@ -44,6 +44,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
 
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population)
+    print(spec["model_choice"])
     run_id = current_run_id()
     with recorded_run(spec["db"], run_id, "retune", spec, spec["hardware"]) as out:
         current = t.network_hash(network, batch_size, spec["input_size"])

@@ -44,23 +44,28 @@ def measurement_summary(db: str) -> str:
             f"PATH)\n")
 
 
-def model_leaderboard(db: str, limit: int = 20, markdown: bool = False) -> str:
+def model_leaderboard(db: str, limit: int = 20, markdown: bool = False,
+                      hardware: str | None = None) -> str:
     """Registered models, best held-out top-1 peak score first (pre-trained ones, scored on
-    validation tasks only, last)."""
+    validation tasks only, last), with the profiles each was trained on; `hardware` keeps the
+    models whose training data includes that profile."""
     with Store(db, read_only=True) as store:
         rows = store.query(
-            "SELECT model_id, kind, coalesce(parent_model_id, '') AS parent, "
+            "SELECT model_id, kind, array_to_string(CAST(data_spec_json->'$.hardware' AS "
+            "VARCHAR[]), ',') AS trained_on, coalesce(parent_model_id, '') AS parent, "
             "split_json->>'kind' AS split, train_rows, "
             "round(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), 4) AS test_peak1, "
             "round(TRY_CAST(metrics_json->>'pairwise' AS DOUBLE), 4) AS test_pairwise, "
             "round(train_s, 1) AS train_s, "
             "coalesce(study_name || ' #' || trial_number, '') AS study, "
-            "left(created_at::VARCHAR, 19) FROM models "
-            "ORDER BY test_peak1 DESC NULLS LAST, created_at DESC LIMIT ?", [limit])
-    header = ["model", "kind", "parent", "split", "train rows", "test peak1", "test pairwise",
-              "train s", "study #trial", "created"]
+            "left(created_at::VARCHAR, 19) FROM models WHERE ? IS NULL OR list_contains("
+            "CAST(data_spec_json->'$.hardware' AS VARCHAR[]), ?) "
+            "ORDER BY test_peak1 DESC NULLS LAST, created_at DESC LIMIT ?",
+            [hardware, hardware, limit])
+    header = ["model", "kind", "trained on", "parent", "split", "train rows", "test peak1",
+              "test pairwise", "train s", "study #trial", "created"]
     if not rows:
-        return f"no registered models in {db}"
+        return f"no registered models in {db}" + (f" trained on {hardware}" if hardware else "")
     return (markdown_table if markdown else format_table)(header, rows)
 
 

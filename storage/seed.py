@@ -138,13 +138,16 @@ def _task_table(store: Store, run_id: str) -> pa.Table:
 
 
 def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
-                  include_running: bool = False) -> list[ShardSummary]:
-    """Write a shard for every run in `db` that has none yet under `out_dir` (or whose run has
-    measured more since); return the shards written."""
+                  include_running: bool = False,
+                  run_ids: list[str] | None = None) -> list[ShardSummary]:
+    """Write a shard for every run in `db` (or only `run_ids`) that has none yet under
+    `out_dir` (or whose run has measured more since); return the shards written."""
     out_dir = Path(out_dir)
     written: list[ShardSummary] = []
     with Store(db, read_only=True) as store:
         for run in exportable_runs(store, include_running):
+            if run_ids is not None and run["run_id"] not in run_ids:
+                continue
             params = json.loads(run["parameters_json"])
             folder = out_dir / (run["hardware"] or "unknown")
             stem = _shard_stem(run)
@@ -206,14 +209,19 @@ def find_shards(seed_dir: str | Path = SEED_DIR) -> list[Path]:
     return manifests
 
 
-def _read_shard(manifest_path: Path) -> tuple[dict[str, Any], pa.Table, pa.Table]:
+def read_shard(manifest_path: Path) -> tuple[dict[str, Any], pa.Table, pa.Table]:
     try:
         manifest = json.loads(manifest_path.read_text())
     except json.JSONDecodeError as exc:
         raise TenforgeError(f"{manifest_path}: not valid JSON ({exc.msg})") from None
+    if not isinstance(manifest, dict) or "files" not in manifest:
+        raise TenforgeError(f"{manifest_path}: not a shard manifest (no 'files'); a shard is "
+                            "<stem>.json + <stem>.parquet + <stem>.tasks.parquet")
     if manifest.get("format") != SHARD_FORMAT:
-        raise TenforgeError(f"{manifest_path}: shard format {manifest.get('format')!r}, this "
-                            f"tenforge reads format {SHARD_FORMAT}")
+        newer = isinstance(manifest.get("format"), int) and manifest["format"] > SHARD_FORMAT
+        raise TenforgeError(f"{manifest_path}: shard format {manifest.get('format')!r}, but this "
+                            f"tenforge reads format {SHARD_FORMAT}"
+                            + ("; upgrade tenforge here to load it" if newer else ""))
     for name, meta in manifest["files"].items():
         path = manifest_path.parent / name
         if not path.exists():
@@ -238,7 +246,7 @@ def _features_arrow(blobs: pa.ChunkedArray) -> pa.Array:
                                     mask=mask)
 
 
-def _load_one(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: pa.Table) -> int:
+def load_shard(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: pa.Table) -> int:
     """Insert one shard (inside the caller's transaction); return measurements added."""
     con = store.con
     hw = dict(manifest["hardware"])
@@ -319,12 +327,12 @@ def load_shards(db: str | Path, seed_dir: str | Path = SEED_DIR,
                                 f"has: {', '.join(known)}")
         manifests = [m for m in manifests if m.parent.name in hardware]
     start = time.perf_counter()
-    shards = [_read_shard(path) for path in manifests]  # every checksum before any write
+    shards = [read_shard(path) for path in manifests]  # every checksum before any write
     added = 0
     with Store(db) as store:
         for number, (path, (manifest, cands, tasks)) in enumerate(zip(manifests, shards), 1):
             with store.transaction():
-                added += _load_one(store, manifest, cands, tasks)
+                added += load_shard(store, manifest, cands, tasks)
             progress(f"seed shard {number}/{len(manifests)} {path.parent.name}/{path.stem}: "
                      f"{cands.num_rows} rows ({time.perf_counter() - start:.1f} s)")
     return {"db": str(db), "shards": len(manifests), "measurements_added": added,

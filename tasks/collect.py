@@ -27,6 +27,22 @@ def default_db() -> str:
     return os.environ.get("TENFORGE_DB", str(DEFAULT_DB))
 
 
+def default_outbox() -> str | None:
+    """Where this machine's collect runs export their shards ($TENFORGE_OUTBOX; unset: none)."""
+    return os.environ.get("TENFORGE_OUTBOX") or None
+
+
+def check_outbox(outbox: str | None) -> None:
+    """An outbox must be a folder we can write (created when its parent exists)."""
+    if not outbox:
+        return
+    path = Path(outbox)
+    if path.exists() and not path.is_dir():
+        raise TenforgeError(f"outbox {path} is a file; give a folder for the exported shards")
+    if not path.exists() and not path.parent.is_dir():
+        raise TenforgeError(f"outbox {path}: folder {path.parent} does not exist")
+
+
 def prepare_db_path(db: str | Path) -> Path:
     """The store path; the default data/ folder is created, any other folder must exist."""
     path = Path(db).expanduser().resolve()

@@ -17,6 +17,14 @@ and in how many tasks it would have dropped the best candidate). Today there is 
   to pick the threshold), it never rejects a task's best (0 of 114) and only 2 tasks lose a
   candidate within 10% of their best (`bench/constraints.py`). On SSE4.2 (4 lanes) it rejects
   nothing, and the data agrees: there, loops of 2-3 lanes are not worse than the rest.
+
+Evidence is per ISA family: a rule validated on AVX2 data says nothing about AVX-512, where
+vectors hold 16 float32 and the same threshold (8 lanes) dropped 9,458 candidates for 740
+measured in one resnet18 retune (FACTS.md), each one paid for in search time. So a rule is on
+by default only for the ISA families listed in its `VALIDATED_ON` (with the bench figures that
+justify it); elsewhere it is off until bench/constraints.py has that family's data and says it
+saves more than it costs. `rules_for_target(..., only_validated=False)` gives every rule, for
+the bench to judge.
 """
 
 from __future__ import annotations
@@ -79,18 +87,44 @@ class NarrowVectors:
 
 Rule = NarrowVectors  # the union of rule types, when there are more
 
+# ISA families each rule was validated on by bench/constraints.py, with what it found there.
+VALIDATED_ON: dict[type, dict[str, str]] = {
+    NarrowVectors: {
+        "avx2": "114 tasks, 20.2% rejected, 0 tasks lost their best (seed, 2026-11-21)",
+        "sse42": "114 tasks, 0.0% rejected (seed, 2026-11-21)",
+    },
+}
+
+
+def isa_family(target_kind: str, features: dict[str, float]) -> str:
+    """The ISA family whose data validates rules: avx512, avx2, avx, sse42, neon, or the target
+    kind for non-CPU targets."""
+    if target_kind != "llvm":
+        return target_kind
+    for flag, family in (("has_avx512f", "avx512"), ("has_avx2", "avx2"), ("has_avx", "avx"),
+                         ("has_sse42", "sse42"), ("has_neon", "neon")):
+        if features.get(flag):
+            return family
+    return "generic"
+
 
 def rules_for(profile: HardwareProfile) -> list[Rule]:
-    """The rules that apply to `profile`."""
+    """The rules that apply to `profile` (validated on its ISA family)."""
     return rules_for_target(profile.target_kind, profile.features)
 
 
-def rules_for_target(target_kind: str, features: dict[str, float]) -> list[Rule]:
-    """The rules for a target kind and hardware features (a stored `hardware` row's, too)."""
+def rules_for_target(target_kind: str, features: dict[str, float],
+                     only_validated: bool = True) -> list[Rule]:
+    """The rules for a target kind and hardware features (a stored `hardware` row's, too);
+    with `only_validated`, only those validated on this ISA family."""
     if target_kind != "llvm":
         return []  # GPU limits (threads, shared memory) are MetaSchedule's VerifyGPUCode's job
     lanes = int(features.get("vector_unit_bytes") or 0) // FLOAT32_BYTES
-    return [NarrowVectors(lanes // 2)] if lanes >= 4 else []
+    rules = [NarrowVectors(lanes // 2)] if lanes >= 4 else []
+    if only_validated:
+        family = isa_family(target_kind, features)
+        rules = [r for r in rules if family in VALIDATED_ON.get(type(r), {})]
+    return rules
 
 
 def first_rejection(rules: list[Rule], func: Any) -> str | None:

@@ -329,14 +329,34 @@ def all_profiles() -> dict[str, HardwareProfile]:
     return profiles
 
 
+# Names that mean "this machine", whatever its CPU: tests, deployments and users write these
+# instead of a CPU's profile name. Index into detect_local_profiles().
+ALIASES = {"local": 0, "local-1t": 1}
+
+
+def profile_name(name: str) -> str:
+    """An alias resolved to this machine's profile name; any other name as given (data in a
+    store may come from machines this one has never seen)."""
+    if name in ALIASES:
+        detected = detect_local_profiles()
+        return detected[min(ALIASES[name], len(detected) - 1)].name
+    return name
+
+
+def profile_names(names: list[str] | None) -> list[str] | None:
+    return None if names is None else [profile_name(n) for n in names]
+
+
 def resolve_profile(name: str) -> HardwareProfile:
-    """The profile called `name` ('local' = this machine's native CPU profile)."""
-    if name == "local":
-        return detect_local_profiles()[0]
+    """The profile called `name` (`local` = this machine's native CPU profile on all cores,
+    `local-1t` = the same on one core)."""
+    if name in ALIASES:
+        detected = detect_local_profiles()
+        return detected[min(ALIASES[name], len(detected) - 1)]
     profiles = all_profiles()
     if name not in profiles:
-        raise TenforgeError(f"unknown hardware profile {name!r}; known: "
-                            f"{', '.join(['local', *sorted(profiles)])} "
+        raise TenforgeError(f"unknown hardware profile {name!r}; known here: "
+                            f"{', '.join([*ALIASES, *sorted(profiles)])} "
                             f"(declare more in {DEFAULT_PROFILE_FILE.name})")
     return profiles[name]
 

@@ -69,6 +69,25 @@ def load_seed_if_empty(db: str) -> dict:
     return {"loaded": True, **summary}
 
 
+@task(name="export-shard", retries=1)
+def export_run_shard(db: str, run_id: str, outbox: str) -> list[str]:
+    """Write this run's measurements as a shard into the machine's outbox (the fleet's central
+    store ingests it from there)."""
+    from storage.seed import export_shards
+
+    written = export_shards(db, outbox, run_ids=[run_id])
+    get_run_logger().info(f"exported {len(written)} shard(s) to {outbox}")
+    return [f"{s.hardware}/{s.stem}" for s in written]
+
+
+@task(name="ingest-shards", tags=["store"])
+def ingest_shards(db: str, sources: list[str]) -> dict:
+    """Load the shards under `sources` that the store has not ingested yet."""
+    from storage.ingest import ingest_shards as load
+
+    return load(db, sources, progress=get_run_logger().info)
+
+
 @task(name="search-models", tags=["train"], task_run_name="optuna search")
 def search_models(db: str, data_spec: dict, split_spec: dict, search_spec: dict,
                   study_name: str | None, flow_run_id: str | None) -> dict:
@@ -101,11 +120,24 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
 
 @task(name="transfer", tags=["train"], task_run_name="transfer to {hardware} ({strategy})")
 def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None, strategy: str,
-             networks: list[str], seed: int, flow_run_id: str | None) -> dict:
+             networks: list[str], seed: int, flow_run_id: str | None,
+             baseline: str | None = None) -> dict:
     from tasks import training
 
     return training.transfer(db, parent_model_id, hardware, samples, strategy, networks, seed,
-                             flow_run_id, log=get_run_logger().info)
+                             flow_run_id, log=get_run_logger().info, baseline=baseline)
+
+
+@task(name="stage-calibration", tags=["store"], task_run_name="calibration set for {hardware}")
+def stage_calibration(db: str, hardware: str, candidates: int) -> list[int]:
+    """Choose the calibration candidates and store them for `hardware`; returns task ids."""
+    from tasks import onboard
+
+    chosen = onboard.choose_calibration(db, hardware, resolve_profile(hardware).target_kind,
+                                        candidates)
+    get_run_logger().info(f"calibration: {sum(len(c['candidate_ids']) for c in chosen)} "
+                          f"candidates over {len(chosen)} tasks")
+    return onboard.stage_calibration(db, hardware, chosen)
 
 
 @task(name="network-hash", tags=["tvm"], task_run_name="import {network}")

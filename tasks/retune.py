@@ -45,6 +45,23 @@ def best_model(store: Store, hardware: str) -> str | None:
     return rows[0][0] if rows else None
 
 
+def explain_choice(row: dict[str, Any], hardware: str, asked: bool) -> str:
+    """Why this model tunes `hardware`, and a warning when it never saw that profile's data."""
+    spec = json.loads(row["data_spec_json"])
+    trained_on = list(spec.get("hardware") or [])
+    top1 = json.loads(row["metrics_json"] or "{}").get("peak1")
+    why = ("as asked" if asked else
+           f"the best held-out top-1 ({top1:.3f})" if isinstance(top1, (int, float)) else
+           "the newest registered model (no held-out score)")
+    if hardware in trained_on:
+        return (f"cost model {row['model_id']} ({row['kind']}): {why}, among models trained on "
+                f"{hardware}'s data")
+    return (f"cost model {row['model_id']} ({row['kind']}): {why}; WARNING: it has never seen "
+            f"{hardware}'s data (trained on {', '.join(trained_on) or 'nothing recorded'}) and "
+            f"ranks from hardware features alone; `tenforge onboard --hardware {hardware}` "
+            "fine-tunes one to it")
+
+
 def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile) -> None:
     """Refuse a model that cannot score this profile's candidates: other features, or trained
     only on another kind of target (a GPU model for a CPU, say)."""
@@ -87,6 +104,9 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
         raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
     path = str(prepare_db_path(db or default_db()))
     model_path = None
+    choice = (f"cost model {BASELINE}: as asked" if cost_model == BASELINE else
+              f"cost model {BASELINE}: no registered model (train one with `tenforge search` "
+              "or `tenforge onboard`)")
     if cost_model != BASELINE:
         if not Path(path).exists():
             if cost_model is not None:
@@ -103,12 +123,13 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                         raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
                                             "missing; retrain it or pick another model")
                     load_model(model_path)  # a damaged artifact is refused here, not mid-run
+                    choice = explain_choice(row, profile.name, asked=cost_model is not None)
             cost_model = chosen
     return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
             "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,
             "scheduler": scheduler, "flops_share": flops_share, "batch_size": batch_size,
             "input_size": definition.default_size, "seed": seed,
-            "population": population}
+            "population": population, "model_choice": choice}
 
 
 def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, Any] | None:

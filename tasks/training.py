@@ -175,7 +175,8 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
 
 def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
              strategy: str, networks: list[str], seed: int, flow_run_id: str | None,
-             log: Callable[[str], None] = print) -> dict[str, Any]:
+             log: Callable[[str], None] = print, baseline: str | None = None
+             ) -> dict[str, Any]:
     """Fine-tune a registered model to `hardware` from `samples` target measurements (None =
     all) drawn from the target's training tasks, whole tasks at a time (models.splits.
     sample_by_task); score it on held-out target tasks; register it as a child of the
@@ -209,7 +210,16 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
     log(f"transferred {parent_model_id} -> {out['model_id']} ({strategy}, {len(chosen)} "
         f"samples of {hardware}): test peak1 {metrics['peak1']:.4f} (parent as is: "
         f"{before['peak1']:.4f})")
-    return {**out, "samples": len(chosen), "parent_test": _finite(before)}
+    out = {**out, "samples": len(chosen), "test_tasks": int(len(set(test.group.tolist()))),
+           "parent_test": _finite(before)}
+    if baseline:  # the same samples, from scratch, scored on the same held-out tasks
+        from models.registry import create_model
+
+        scratch = create_model(baseline, seed=seed)
+        scratch.fit(train, None)
+        out["baseline"] = baseline
+        out["baseline_test"] = _finite(evaluate(scratch, test))
+    return out
 
 
 def _finite(value: Any) -> Any:
@@ -231,8 +241,12 @@ def validate_search(db: str, hardware: list[str] | None, networks: list[str] | N
     if not Path(db).exists():
         raise TenforgeError(f"store {db} does not exist; collect data or load the seed first "
                             "(`tenforge dataset load-seed --db ...`)")
-    data_spec = DataSpec(hardware=tuple(hardware or default_hardware(db)),
+    from tasks.hardware import profile_names
+
+    data_spec = DataSpec(hardware=tuple(profile_names(hardware) or default_hardware(db)),
                          networks=tuple(networks or ()))
+    if split == "by_target":  # held-out hardware may be named by alias too
+        holdout = profile_names(holdout)
     split_spec = SplitSpec(kind=split, seed=seed, holdout=tuple(holdout or ()))
     search_spec = SearchSpec(families=tuple(families or FAMILIES), trials=trials,
                              time_budget_s=time_budget_s, metric=metric,
@@ -263,7 +277,9 @@ def validate_pretrain(db: str | None, hardware: list[str] | None, family: str,
         family, _ = model_config(path, from_model)
     cls = model_class(family)
     cls(**{**(params or {})})  # unknown hyperparameters fail here, in one line
-    hardware = list(hardware or default_hardware(path))
+    from tasks.hardware import profile_names
+
+    hardware = list(profile_names(hardware) or default_hardware(path))
     load_dataset(path, DataSpec(hardware=tuple(hardware), networks=tuple(networks or ())))
     return {"db": path, "hardware": hardware, "networks": list(networks or []),
             "family": family, "params": dict(params or {}), "from_model": from_model}
@@ -298,7 +314,7 @@ def validate_transfer(db: str | None, parent: str | None, hardware: str, samples
                       ) -> dict[str, Any]:
     from models.transfer import STRATEGIES
     from tasks.collect import default_db, prepare_db_path
-    from tasks.hardware import resolve_profile
+    from tasks.hardware import profile_name
 
     path = str(prepare_db_path(db or default_db()))
     if not Path(path).exists():
@@ -319,7 +335,7 @@ def validate_transfer(db: str | None, parent: str | None, hardware: str, samples
                                     "first or name a parent model")
         row = store.model_row(parent)  # an unknown parent fails here
     check_strategy(row, strategy)
-    name = resolve_profile(hardware).name if hardware == "local" else hardware
+    name = profile_name(hardware)
     data = load_dataset(path, DataSpec(hardware=(name,), networks=tuple(networks or ())))
     pool = target_pool(data, seed)
     if samples is not None and samples > pool.size:

@@ -61,13 +61,17 @@ def _positive(value: str) -> int:
 def cmd_collect(args: argparse.Namespace) -> int:
     from tasks.collect import prepare_db_path, validate_collect
 
+    from tasks.collect import check_outbox
+
     validate_collect(args.hardware, args.networks, args.candidates, args.batch_size,
                      args.measure_batch)  # before Prefect starts: fast, clean errors
+    check_outbox(args.outbox)
     db = str(prepare_db_path(args.db))
     from flows.collect import collect
 
     collect(hardware=args.hardware, networks=args.networks, candidates_per_task=args.candidates,
-            seed=args.seed, batch_size=args.batch_size, db=db, measure_batch=args.measure_batch)
+            seed=args.seed, batch_size=args.batch_size, db=db, measure_batch=args.measure_batch,
+            outbox=args.outbox)
     return 0
 
 
@@ -133,8 +137,9 @@ def cmd_import_ms(args: argparse.Namespace) -> int:
 
 def cmd_export_ms(args: argparse.Namespace) -> int:
     from storage.ms_database import export_ms
+    from tasks.hardware import profile_name
 
-    summary = export_ms(args.db, args.hardware, args.work_dir)
+    summary = export_ms(args.db, profile_name(args.hardware), args.work_dir)
     print(f"exported {summary['records']} records of {summary['workloads']} workloads to "
           f"{args.work_dir}")
     return 0
@@ -143,8 +148,10 @@ def cmd_export_ms(args: argparse.Namespace) -> int:
 def cmd_dataset_load_seed(args: argparse.Namespace) -> int:
     from storage.seed import load_shards
     from tasks.collect import prepare_db_path
+    from tasks.hardware import profile_names
 
-    summary = load_shards(str(prepare_db_path(args.db)), args.source, args.hardware)
+    summary = load_shards(str(prepare_db_path(args.db)), args.source,
+                          profile_names(args.hardware))
     print(f"loaded {summary['shards']} seed shards ({summary['measurements_added']} new "
           f"measurements) into {summary['db']} in {summary['seconds']} s")
     return 0
@@ -262,11 +269,52 @@ def cmd_retune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_onboard(args: argparse.Namespace) -> int:
+    from tasks.onboard import validate_onboard
+
+    validate_onboard(args.db, args.hardware, args.candidates, args.parent)
+    from flows.onboard import onboard
+
+    onboard(hardware=args.hardware, candidates=args.candidates, parent=args.parent,
+            family=args.family, seed=args.seed, db=args.db)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tasks.collect import prepare_db_path
+    from tasks.ingest import default_inbox, validate_sources
+
+    from storage.ingest import check_new_shards
+
+    sources = validate_sources(args.sources or default_inbox())
+    db = str(prepare_db_path(args.db))
+    check_new_shards(db, sources)  # a damaged or newer shard: one line, before Prefect starts
+    from flows.ingest import ingest
+
+    ingest(sources=sources, db=db)
+    return 0
+
+
 def cmd_service(args: argparse.Namespace) -> int:
     from tenforge import service
 
     if args.action == "start":
-        service.start(host=args.host, port=args.port, deploy=not args.no_deploy)
+        service.start(host=args.host, port=args.port, deploy=not args.no_deploy,
+                      profiles=args.profiles)
+    elif args.action == "join":
+        if not args.api:
+            raise TenforgeError("service join needs --api http://SERVER:4200/api (the server "
+                                "machine's `tenforge service status` prints it)")
+        service.join(args.api, profiles=args.profiles, deploy=not args.no_deploy)
+    elif args.action == "deployments":
+        from tenforge.deployments import machine_deployments, machine_profiles, \
+            write_prefect_file
+
+        spec = machine_deployments(machine_profiles(args.profiles))
+        if args.write:
+            print(f"wrote {write_prefect_file(spec, Path(args.write))}")
+        for d in spec["deployments"]:
+            print(f"{d['name']:<40} pool {d['work_pool']['name']:<28} {d['entrypoint']}")
     elif args.action == "stop":
         service.stop()
     else:
@@ -302,8 +350,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from storage.reports import model_leaderboard
+    from tasks.hardware import profile_name
 
-    print(model_leaderboard(args.db))
+    print(model_leaderboard(args.db, hardware=profile_name(args.hardware) if args.hardware
+                            else None))
     return 0
 
 
@@ -336,8 +386,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--measure-batch", type=_positive, default=16,
                    help="candidates built together before being run")
+    p.add_argument("--outbox", default=None,
+                   help="export this run's shard to this folder, for a central store to "
+                        "ingest (default: $TENFORGE_OUTBOX; unset = no export)")
     db_option(p)
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("onboard", help="first contact with a profile: measure a calibration "
+                                       "set, fine-tune a pre-trained model, report accuracy")
+    p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
+    p.add_argument("--candidates", type=_positive, default=256,
+                   help="calibration set size (12 per task)")
+    p.add_argument("--parent", default=None, help="pre-trained model id to fine-tune (default: "
+                                                  "the newest one that never saw this profile)")
+    p.add_argument("--family", default="xgb",
+                   help="family to pre-train when the store has no pre-trained model")
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=cmd_onboard)
+
+    p = sub.add_parser("ingest", help="load the shards other machines exported into this store "
+                                      "(checksummed, idempotent, resumable)")
+    p.add_argument("sources", nargs="*", help="folders with exported shards (default: "
+                                              "$TENFORGE_INBOX or data/inbox)")
+    db_option(p)
+    p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("pipeline", help="the main job on embedded defaults")
     p.add_argument("--hardware", default="local")
@@ -447,13 +520,21 @@ def build_parser() -> argparse.ArgumentParser:
     db_option(p)
     p.set_defaults(func=cmd_retune)
 
-    p = sub.add_parser("service", help="the local service: Prefect server + UI, work pools, a "
-                                       "worker per local profile, prefect.yaml's deployments")
-    p.add_argument("action", choices=["start", "stop", "status"])
+    p = sub.add_parser("service", help="the service: Prefect server + UI, and for each hardware "
+                                       "profile of this machine a work pool, its deployments "
+                                       "and a worker")
+    p.add_argument("action", choices=["start", "join", "stop", "status", "deployments"],
+                   help="start: server + this machine; join: add this machine to a server "
+                        "elsewhere (--api); deployments: list (or --write) this machine's")
     p.add_argument("--host", default="127.0.0.1", help="address of the server (and UI)")
     p.add_argument("--port", type=_positive, default=4200)
+    p.add_argument("--api", default=None, help="join: the server's API, http://HOST:4200/api")
+    p.add_argument("--profiles", type=_networks, default=None,
+                   help="comma-separated profiles to serve (default: every profile this "
+                        "machine can run, `tenforge hardware`)")
+    p.add_argument("--write", default=None, help="deployments: write them as a prefect.yaml")
     p.add_argument("--no-deploy", action="store_true",
-                   help="start server, pools and workers, but do not (re)deploy prefect.yaml")
+                   help="start server, pools and workers, but do not (re)deploy")
     p.set_defaults(func=cmd_service)
 
     p = sub.add_parser("dashboard", help="Optuna's dashboard for the store's search studies")
@@ -468,7 +549,10 @@ def build_parser() -> argparse.ArgumentParser:
     db_option(p)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("models", help="registered cost models and their held-out metrics")
+    p = sub.add_parser("models", help="registered cost models, what they were trained on, and "
+                                      "their held-out metrics")
+    p.add_argument("--hardware", default=None,
+                   help="only models whose training data includes this profile (`local` ok)")
     db_option(p)
     p.set_defaults(func=cmd_models)
 

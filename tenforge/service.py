@@ -1,6 +1,8 @@
-"""tenforge as a local service: a Prefect server (API + UI), the work pools of prefect.yaml, a
-worker for each pool this machine can serve (its hardware profiles, and `train`), and every
-deployment of prefect.yaml. `tenforge service start` brings it all up, `stop` takes it down.
+"""tenforge as a service: a Prefect server (API + UI), and for this machine's hardware profiles
+(tenforge.deployments) their work pools, deployments and a worker each, plus the `train` pool's
+hardware-independent deployments. `tenforge service start` brings it all up, `join` adds a
+second machine's profiles to a server that runs elsewhere, `stop` takes down what this machine
+started.
 
 Everything lives under one folder (default data/service/, or $TENFORGE_SERVICE_DIR): the
 Prefect home (its SQLite database), a log per process, and state.json with the processes'
@@ -28,7 +30,6 @@ from tenforge.procs import pid_alive
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 4200
-TRAIN_POOL = "train"  # model training needs no particular hardware
 
 
 def service_dir() -> Path:
@@ -39,7 +40,7 @@ def service_dir() -> Path:
 class ServiceState:
     url: str  # the API; the UI is the same address without /api
     home: str  # PREFECT_HOME of the server
-    server_pid: int
+    server_pid: int | None  # None: this machine joined a server that runs elsewhere
     workers: dict[str, int] = field(default_factory=dict)  # pool -> pid
     started_at: float = field(default_factory=time.time)
 
@@ -67,6 +68,10 @@ def service_env(url: str, home: Path) -> dict[str, str]:
     """The environment of every service process (and of a client that talks to it)."""
     return {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(home),
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "TENFORGE_ROOT": str(PROJECT_ROOT),
+            # the server's SQLite is written by every worker's poll: on a busy 2-core machine
+            # its default 10 s wait for the lock ran out ("database is locked", HTTP 503)
+            "PREFECT_SERVER_DATABASE_TIMEOUT": os.environ.get("PREFECT_SERVER_DATABASE_TIMEOUT",
+                                                              "60"),
             # a worker asks for new runs every 5 s (Prefect's default is 10 s)
             "PREFECT_WORKER_QUERY_SECONDS": os.environ.get("PREFECT_WORKER_QUERY_SECONDS", "5")}
 
@@ -121,38 +126,89 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
-def declared_pools() -> list[str]:
-    """The work pools prefect.yaml's deployments use."""
-    import yaml
+def _wait_reachable(url: str, timeout_s: float) -> None:
+    """A server this process did not start (joining a fleet): it must answer its health check."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise TenforgeError(f"no Prefect server answers at {url}; start one with `tenforge "
+                                "service start --host 0.0.0.0` on the server machine, or fix "
+                                "--api (it ends in /api)")
+        time.sleep(0.5)
 
-    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
-    return sorted({d["work_pool"]["name"] for d in spec.get("deployments", [])})
+
+def _serve(state: ServiceState, env: dict[str, str], profiles: list, shared: bool,
+           deploy: bool, report: Callable[[str], None]) -> None:
+    """Pools, deployments and a worker per pool for `profiles` (and the hardware-independent
+    deployments on the train pool when `shared`): every deployment has a worker, so every
+    deployment is Ready."""
+    from tenforge.deployments import machine_deployments, pools_of, write_prefect_file
+
+    folder = service_dir()
+    spec = machine_deployments(profiles, shared=shared)
+    pools = pools_of(spec)
+    for pool in pools:
+        created = subprocess.run(_prefect("work-pool", "create", pool, "--type", "process"),
+                                 cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                                 timeout=120)
+        if created.returncode != 0 and "already exists" not in created.stdout + created.stderr:
+            raise TenforgeError(f"cannot create work pool {pool}: "
+                                f"{(created.stderr or created.stdout).strip()[-300:]}")
+    report(f"work pools: {', '.join(pools)}")
+    if deploy:
+        prefect_file = write_prefect_file(spec, folder / f"prefect.{socket.gethostname()}.yaml")
+        deployed = subprocess.run(_prefect("--no-prompt", "deploy", "--all", "--prefect-file",
+                                           str(prefect_file)),
+                                  cwd=PROJECT_ROOT, env=env, capture_output=True,
+                                  text=True, timeout=900)
+        (folder / "deploy.log").write_text(deployed.stdout + deployed.stderr)
+        if deployed.returncode != 0:
+            raise TenforgeError(f"`prefect deploy` of {prefect_file} failed; see "
+                                f"{folder / 'deploy.log'}")
+        report(f"deployed {len(spec['deployments'])} deployments for "
+               f"{', '.join(p.name for p in profiles)} ({prefect_file})")
+    for pool in pools:
+        worker = _spawn(_prefect("worker", "start", "--pool", pool, "--type", "process"),
+                        folder / f"worker-{pool}.log", env)
+        state.workers[pool] = worker.pid
+    _state_file().write_text(json.dumps(asdict(state), indent=1))
+    report(f"workers: {', '.join(f'{p} (pid {pid})' for p, pid in state.workers.items())}")
 
 
-def local_pools() -> list[str]:
-    """The pools a worker on this machine serves: its hardware profiles, and training."""
-    from tasks.hardware import detect_local_profiles
-
-    mine = {p.name for p in detect_local_profiles()} | {TRAIN_POOL}
-    return [pool for pool in declared_pools() if pool in mine]
+def _refuse_if_running() -> None:
+    running = read_state()
+    if running is None:
+        return
+    alive = [pid for pid in [running.server_pid, *running.workers.values()]
+             if pid is not None and pid_alive(pid)]
+    if alive:
+        what = (f"server pid {running.server_pid}, UI {running.ui}" if running.server_pid
+                else f"joined {running.url}")
+        raise TenforgeError(f"the tenforge service is already running ({what}); "
+                            "`tenforge service stop` first")
 
 
 def start(host: str = "127.0.0.1", port: int = DEFAULT_PORT, deploy: bool = True,
-          pools: list[str] | None = None, report: Callable[[str], None] = print,
+          profiles: list[str] | None = None, report: Callable[[str], None] = print,
           startup_timeout_s: float = 180) -> ServiceState:
-    """Start the server, create the pools, deploy prefect.yaml, start the workers."""
-    running = read_state()
-    if running is not None and pid_alive(running.server_pid):
-        raise TenforgeError(f"the tenforge service is already running (server pid "
-                            f"{running.server_pid}, UI {running.ui}); `tenforge service stop` "
-                            "first")
+    """Start the server, then pools, deployments and workers for this machine's profiles and
+    the train pool."""
+    from tenforge.deployments import machine_profiles
+
+    _refuse_if_running()
     check_port_free(host, port)
+    served = machine_profiles(profiles, report=report)  # a bad --profiles fails before any work
     folder = service_dir()
     home = folder / "prefect"
     home.mkdir(parents=True, exist_ok=True)
     url = f"http://{host}:{port}/api"
     env = service_env(url, home)
-    pools = local_pools() if pools is None else pools
 
     began = time.monotonic()
     server = _spawn(_prefect("server", "start", "--host", host, "--port", str(port)),
@@ -163,33 +219,42 @@ def start(host: str = "127.0.0.1", port: int = DEFAULT_PORT, deploy: bool = True
         _wait_healthy(url, server, folder / "server.log", startup_timeout_s)
         report(f"Prefect server up at {state.ui} in {time.monotonic() - began:.0f} s "
                f"(log {folder / 'server.log'})")
-        for pool in declared_pools():
-            created = subprocess.run(_prefect("work-pool", "create", pool, "--type", "process"),
-                                     cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                                     timeout=120)
-            if created.returncode != 0 and "already exists" not in created.stdout + created.stderr:
-                raise TenforgeError(f"cannot create work pool {pool}: "
-                                    f"{(created.stderr or created.stdout).strip()[-300:]}")
-        report(f"work pools: {', '.join(declared_pools())}")
-        if deploy:
-            deployed = subprocess.run(_prefect("--no-prompt", "deploy", "--all"),
-                                      cwd=PROJECT_ROOT, env=env, capture_output=True,
-                                      text=True, timeout=900)
-            (folder / "deploy.log").write_text(deployed.stdout + deployed.stderr)
-            if deployed.returncode != 0:
-                raise TenforgeError(f"`prefect deploy --all` failed; see {folder / 'deploy.log'}")
-            report(f"deployed every deployment of prefect.yaml (log {folder / 'deploy.log'})")
-        for pool in pools:
-            worker = _spawn(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                            folder / f"worker-{pool}.log", env)
-            state.workers[pool] = worker.pid
-        _state_file().write_text(json.dumps(asdict(state), indent=1))
-        report(f"workers: {', '.join(f'{p} (pid {pid})' for p, pid in state.workers.items())}")
+        _serve(state, env, served, shared=True, deploy=deploy, report=report)
     except BaseException:
         stop(report=lambda _: None)
         raise
     report(f"tenforge service ready in {time.monotonic() - began:.0f} s: UI {state.ui}; "
            f"stop it with `tenforge service stop`")
+    return state
+
+
+def join(api_url: str, profiles: list[str] | None = None, deploy: bool = True,
+         report: Callable[[str], None] = print, timeout_s: float = 60) -> ServiceState:
+    """This machine joins a fleet whose server runs elsewhere: it creates the pools of its own
+    profiles, deploys their deployments and starts a worker for each. Its flows write its own
+    store ($TENFORGE_DB); `tenforge ingest` on the server's side collects their shards."""
+    from tenforge.deployments import machine_profiles
+
+    _refuse_if_running()
+    url = api_url.rstrip("/")
+    served = machine_profiles(profiles, report=report)
+    if not served:
+        raise TenforgeError("this machine has no hardware profile it can run; declare one in "
+                            "hardware.toml (`tenforge hardware`)")
+    _wait_reachable(url, timeout_s)
+    folder = service_dir()
+    home = folder / "prefect"
+    home.mkdir(parents=True, exist_ok=True)
+    env = service_env(url, home)
+    state = ServiceState(url=url, home=str(home), server_pid=None)
+    _state_file().write_text(json.dumps(asdict(state), indent=1))
+    try:
+        _serve(state, env, served, shared=False, deploy=deploy, report=report)
+    except BaseException:
+        stop(report=lambda _: None)
+        raise
+    report(f"joined {url} with {', '.join(p.name for p in served)}; leave with "
+           "`tenforge service stop`")
     return state
 
 
@@ -219,9 +284,11 @@ def stop(report: Callable[[str], None] = print) -> bool:
         return False
     for pid in state.workers.values():
         _end(pid)
-    _end(state.server_pid)
+    if state.server_pid is not None:
+        _end(state.server_pid)
     _state_file().unlink(missing_ok=True)
-    report(f"tenforge service stopped (server and {len(state.workers)} worker(s))")
+    what = "server and " if state.server_pid is not None else ""
+    report(f"tenforge service stopped ({what}{len(state.workers)} worker(s))")
     return True
 
 
@@ -230,7 +297,8 @@ def status() -> str:
     if state is None:
         return "the tenforge service is not running (`tenforge service start`)"
     lines = [f"UI {state.ui}  API {state.url}  home {state.home}",
-             f"server pid {state.server_pid}: {'up' if pid_alive(state.server_pid) else 'GONE'}"]
+             f"server pid {state.server_pid}: {'up' if pid_alive(state.server_pid) else 'GONE'}"
+             if state.server_pid is not None else "joined a server that runs elsewhere"]
     lines += [f"worker {pool} pid {pid}: {'up' if pid_alive(pid) else 'GONE'}"
               for pool, pid in state.workers.items()]
     return "\n".join(lines)

@@ -18,15 +18,23 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def api(base: str, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
-    request = urllib.request.Request(base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:  # a busy 2-core box
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+def api(base: str, method: str, path: str, body: dict | None = None,
+        tries: int = 6) -> tuple[int, object]:
+    """One REST call; a 503 (the server's SQLite busy while many workers poll it on a 2-core
+    box) is retried with backoff, as the UI's client does."""
+    for attempt in range(tries):
+        request = urllib.request.Request(base + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:  # a busy 2-core box
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            answer = error.code, json.loads(error.read() or b"null")
+            if error.code != 503 or attempt == tries - 1:
+                return answer
+        time.sleep(2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def wait_for_run(base: str, run_id: str, timeout_s: float = 900) -> dict:

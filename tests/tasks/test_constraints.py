@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from tasks.constraints import NarrowVectors, first_rejection, loops, rules_for
-from tasks.hardware import resolve_profile
+from tasks.constraints import (NarrowVectors, first_rejection, isa_family, loops, rules_for,
+                               rules_for_target)
+from tasks.hardware import HardwareProfile
 
 
 def scheduled_matmul(inner: int):
@@ -46,17 +47,29 @@ def test_narrow_vectors_rule(inner, rejected):
         assert f"vectorized loop of {inner} lanes" in reason and "hold 8 float32" in reason
 
 
-def with_vector_bytes(vector_bytes: int):
-    local = resolve_profile("local")
-    return dataclasses.replace(local, features={**local.features,
-                                                "vector_unit_bytes": vector_bytes})
+# Simulated CPUs: feature vectors as detection writes them, whatever CPU runs the tests.
+AVX512 = {"vector_unit_bytes": 64, "has_sse42": 1, "has_avx": 1, "has_avx2": 1, "has_avx512f": 1}
+AVX2 = {"vector_unit_bytes": 32, "has_sse42": 1, "has_avx": 1, "has_avx2": 1}
+SSE42 = {"vector_unit_bytes": 16, "has_sse42": 1}
+
+
+def cpu(features: dict) -> HardwareProfile:
+    return HardwareProfile(name="simulated", target={"kind": "llvm", "num-cores": 1},
+                           features=features)
 
 
 def test_rules_follow_the_profiles_vector_width():
-    avx2, sse42 = with_vector_bytes(32), with_vector_bytes(16)
+    avx2, sse42 = cpu(AVX2), cpu(SSE42)
     assert rules_for(avx2) == [NarrowVectors(4)]  # 32-byte vectors: 8 float32 lanes
     assert rules_for(sse42) == [NarrowVectors(2)]  # 16 bytes: 4 lanes
     assert first_rejection(rules_for(sse42), scheduled_matmul(2)) is None
     assert first_rejection(rules_for(avx2), scheduled_matmul(2)) is not None
     gpu = dataclasses.replace(avx2, target={"kind": "cuda", "arch": "sm_90"})
     assert rules_for(gpu) == []  # MetaSchedule's VerifyGPUCode checks GPU limits
+
+
+def test_a_rule_is_on_only_where_it_was_validated():
+    assert [isa_family("llvm", f) for f in (AVX512, AVX2, SSE42)] == ["avx512", "avx2", "sse42"]
+    # AVX-512: no validation data yet, so off by default; the bench still judges it
+    assert rules_for(cpu(AVX512)) == []
+    assert rules_for_target("llvm", AVX512, only_validated=False) == [NarrowVectors(8)]

@@ -42,8 +42,21 @@ def test_this_machine_offers_two_distinct_cpu_profiles():
 
 
 def test_unknown_profile_names_the_choices():
-    with pytest.raises(TenforgeError, match="unknown hardware profile 'nope'; known: local"):
+    with pytest.raises(TenforgeError,
+                       match="unknown hardware profile .nope.; known here: local, local-1t"):
         resolve_profile("nope")
+
+
+def test_aliases_name_this_machine_whatever_its_cpu():
+    from tasks.hardware import profile_name, profile_names
+
+    detected = detect_local_profiles()
+    assert resolve_profile("local") == detected[0]
+    assert resolve_profile("local-1t").num_threads == 1
+    assert profile_name("local-1t") == resolve_profile("local-1t").name
+    # a name of data from another machine stays as it is
+    assert profile_names(["local", "cpu-other-avx2-1t"]) == [detected[0].name,
+                                                             "cpu-other-avx2-1t"]
 
 
 def test_declared_profiles(tmp_path, monkeypatch):

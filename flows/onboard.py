@@ -1,0 +1,61 @@
+"""The `onboard` flow: first contact with a hardware profile that has no data yet (see
+tasks/onboard.py): measure a calibration set, fine-tune the best pre-trained model to it, and
+report how well each model ranks held-out tasks here."""
+
+from __future__ import annotations
+
+from prefect import flow
+from pydantic import PositiveInt
+
+from flows._runs import current_run_id, recorded_run
+from tasks import prefect_tasks as t
+from tasks.artifacts import publish_markdown
+
+BASELINE_FAMILY = "metaschedule_xgb"
+
+
+@flow(name="onboard", log_prints=True)
+def onboard(hardware: str = "local", candidates: PositiveInt = 256, parent: str | None = None,
+            family: str = "xgb", seed: int = 0, db: str | None = None) -> dict:
+    """Calibrate `hardware`, fine-tune a pre-trained model to it, and report held-out accuracy
+    beside the un-tuned model and MetaSchedule's XGB trained on the same calibration set.
+
+    Args:
+        hardware: the new profile; 'local' = this CPU.
+        candidates: size of the calibration set (12 per task, over the most informative tasks
+            other profiles measured).
+        parent: the pre-trained model to fine-tune (default: the newest pre-trained model that
+            never saw this profile; if there is none, one is pre-trained first).
+        family: the family to pre-train when there is no pre-trained model.
+        seed: seeds the held-out split and the models.
+        db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb; the seed dataset is
+            loaded into an empty one).
+    """
+    from tasks.onboard import accuracy_table, default_parent, source_profiles, validate_onboard
+
+    spec = validate_onboard(db, hardware, candidates, parent)
+    db_path, name = spec["db"], spec["hardware"]
+    run_id = current_run_id()
+    with recorded_run(db_path, run_id, "onboard", spec, name) as out:
+        t.load_seed_if_empty(db_path)
+        parent = spec["parent"] or default_parent(db_path, name)
+        if parent is None:
+            sources = source_profiles(db_path, name)
+            parent = t.pretrain(db_path, sources, [], family, {}, None, seed, run_id)["model_id"]
+        task_ids = t.stage_calibration(db_path, name, candidates)
+        measured = t.measure_candidates(db_path, name, task_ids, 16, run_id)
+        result = t.transfer(db_path, parent, name, None, "full", [], seed, run_id,
+                            baseline=BASELINE_FAMILY)
+        table = accuracy_table(result)
+        out.update({"hardware": name, "parent": parent, "model_id": result["model_id"],
+                    "calibration_tasks": len(task_ids), "measured": measured["measured"],
+                    "errors": measured["errors"], "test_tasks": result["test_tasks"],
+                    "pretrained": result["parent_test"], "fine_tuned": result["metrics"],
+                    "from_scratch": result["baseline_test"]})
+        publish_markdown("onboard-result", f"# Ranking accuracy on {name}, held-out tasks\n\n"
+                         + accuracy_table(result, markdown=True),
+                         description="pre-trained vs fine-tuned vs MetaSchedule's XGB")
+    print(f"onboard done: {name}, calibration {measured['measured']} candidates over "
+          f"{len(task_ids)} tasks ({result['test_tasks']} held out); model {result['model_id']}"
+          f"\n{table}")
+    return out

@@ -1,0 +1,177 @@
+"""First contact with new hardware (the `onboard` flow's plain steps, no Prefect).
+
+A person with a new machine wants to know one thing: how well can tenforge rank candidates
+here, after how little measuring? Onboarding answers it:
+
+1. Calibration set: a few hundred candidates over tasks the store already measured on other
+   profiles, chosen to be informative. Tasks: round-robin over operator kinds (a conv, a dense,
+   a depthwise conv, ... before a second of any kind), heaviest first, so a small set covers the
+   operators a network is made of. Candidates per task: the source profile's measured
+   candidates at evenly spaced quantiles of its latency, the best included, so the set holds
+   both the top (what tuning needs ranked right) and the spread (the pairs a ranking learns
+   from). The same schedules are re-measured here, so source and target labels of one program
+   sit side by side.
+2. Fine-tune the best pre-trained model on the calibration tasks (transfer, whole tasks held
+   out), and train MetaSchedule's XGBModel from scratch on the same rows.
+3. Report held-out ranking accuracy: pre-trained as is, fine-tuned, and from scratch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from storage.store import Store
+from tasks.hardware import check_runnable_here, resolve_profile
+from tenforge.errors import TenforgeError
+
+PER_TASK = 12  # candidates per calibration task: enough pairs to rank, few enough for many tasks
+
+
+@dataclass(frozen=True)
+class StoredCandidate:
+    """A candidate as insert_candidates takes it, copied from another profile's row."""
+
+    schedule_hash: str
+    trace_json: str
+    design_space: int
+    sample_seed: int
+    features: np.ndarray
+
+
+def operator_kind(task_name: str) -> str:
+    """'fused_conv2d_add_relu_1' -> 'conv2d_add_relu': the operator chain without the copy
+    number, so tasks of one kind share a key."""
+    name = re.sub(r"_\d+$", "", task_name)
+    return name.removeprefix("fused_")
+
+
+def validate_onboard(db: str | None, hardware: str, candidates: int,
+                     parent: str | None) -> dict[str, Any]:
+    """Cheap checks before any work; returns the resolved request."""
+    from tasks.collect import check_positive_ints, default_db, prepare_db_path
+
+    profile = resolve_profile(hardware)
+    check_runnable_here(profile)
+    check_positive_ints(candidates=candidates)
+    if candidates < 4 * PER_TASK:
+        raise TenforgeError(f"candidates must be at least {4 * PER_TASK} (4 tasks of "
+                            f"{PER_TASK}: some are held out to score the models), got "
+                            f"{candidates}")
+    path = str(prepare_db_path(db or default_db()))
+    if parent is not None:
+        with Store(path, read_only=True) as store:
+            store.model_row(parent)  # an unknown id fails here, in one line
+    return {"db": path, "hardware": profile.name, "candidates": candidates, "parent": parent}
+
+
+def choose_calibration(db: str, target: str, target_kind: str,
+                       candidates: int) -> list[dict[str, Any]]:
+    """The calibration set: [{task_id, source, candidate_ids}] over tasks measured on other
+    profiles (see the module docstring for why these)."""
+    with Store(db, read_only=True) as store:
+        rows = store.query(
+            "SELECT c.task_id, t.task_name, t.flops * coalesce(max(nt.weight), 1) AS load, "
+            "h.name, c.candidate_id, m.mean_latency_s "
+            "FROM measurements m JOIN candidates c USING (candidate_id) "
+            "JOIN hardware h USING (hardware_id) JOIN tasks t USING (task_id) "
+            "LEFT JOIN network_tasks nt USING (task_id) "
+            "WHERE m.error_kind IS NULL AND h.name <> ? AND h.target_kind = ? "
+            "GROUP BY c.task_id, t.task_name, t.flops, h.name, c.candidate_id, m.mean_latency_s",
+            [target, target_kind])
+    by_task: dict[int, dict[str, Any]] = {}
+    for task_id, name, load, source, cand, latency in rows:
+        entry = by_task.setdefault(task_id, {"name": name, "load": float(load or 0),
+                                             "sources": {}})
+        entry["sources"].setdefault(source, []).append((latency, cand))
+    usable = []
+    for task_id, entry in by_task.items():
+        source, measured = max(entry["sources"].items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if len(measured) >= PER_TASK:
+            usable.append((task_id, entry, source, sorted(measured)))
+    if not usable:
+        raise TenforgeError(f"no task has {PER_TASK} measured candidates on another profile "
+                            "to calibrate against; load the seed first (`tenforge dataset "
+                            "load-seed`)")
+    kinds: dict[str, list] = {}
+    for item in sorted(usable, key=lambda u: (-u[1]["load"], u[0])):
+        kinds.setdefault(operator_kind(item[1]["name"]), []).append(item)
+    order = []  # round-robin over operator kinds, heaviest kind and task first
+    queues = sorted(kinds.values(), key=lambda q: -q[0][1]["load"])
+    while any(queues) and len(order) * PER_TASK < candidates:
+        for queue in queues:
+            if queue and len(order) * PER_TASK < candidates:
+                order.append(queue.pop(0))
+    chosen = []
+    for task_id, _, source, measured in order:
+        picks = np.unique(np.linspace(0, len(measured) - 1, PER_TASK).round().astype(int))
+        chosen.append({"task_id": task_id, "source": source,
+                       "candidate_ids": [measured[i][1] for i in picks]})
+    return chosen
+
+
+def stage_calibration(db: str, hardware: str, chosen: list[dict[str, Any]]) -> list[int]:
+    """Store the chosen schedules as candidates of `hardware` (features copied: they describe
+    the program, not the machine); returns the task ids to measure."""
+    from tasks.sampling import FEATURE_EXTRACTOR
+
+    profile = resolve_profile(hardware)
+    with Store(db) as store, store.transaction():
+        hardware_id = store.upsert_hardware(profile.as_row())
+        for pick in chosen:
+            rows = store.query(
+                "SELECT c.schedule_hash, c.trace_json, c.design_space, c.sample_seed, f.n_stores, "
+                "f.dim, f.\"values\" FROM candidates c JOIN features f USING (candidate_id) "
+                "WHERE c.candidate_id IN (SELECT unnest(?)) AND f.extractor = ?",
+                [pick["candidate_ids"], FEATURE_EXTRACTOR])
+            copies = [StoredCandidate(h, trace, space or 0, seed or 0,
+                                      np.asarray(values, np.float32).reshape(n, dim))
+                      for h, trace, space, seed, n, dim, values in rows]
+            store.insert_candidates(pick["task_id"], hardware_id, copies, source="calibration",
+                                    extractor=FEATURE_EXTRACTOR)
+    return [pick["task_id"] for pick in chosen]
+
+
+def default_parent(db: str, target: str) -> str | None:
+    """The newest pre-trained model that never saw the target's data (None: there is none)."""
+    with Store(db, read_only=True) as store:
+        return store.scalar(
+            "SELECT m.model_id FROM models m JOIN runs r ON r.run_id = m.flow_run_id "
+            "WHERE r.flow = 'pretrain' AND NOT list_contains(CAST(m.data_spec_json->'$.hardware'"
+            " AS VARCHAR[]), ?) ORDER BY m.created_at DESC LIMIT 1", [target])
+
+
+def source_profiles(db: str, target: str) -> list[str]:
+    from tasks.training import default_hardware
+
+    return [h for h in default_hardware(db) if h != target]
+
+
+def accuracy_table(result: dict[str, Any], markdown: bool = False) -> str:
+    """The three-way table a person with a new machine wants."""
+    from storage.reports import format_table, markdown_table
+
+    rows = []
+    for label, metrics in (("pre-trained, not fine-tuned", result["parent_test"]),
+                           (f"fine-tuned ({result['samples']} calibration samples)",
+                            result["metrics"]),
+                           ("MetaSchedule XGB, same samples, from scratch",
+                            result["baseline_test"])):
+        rows.append((label, *(f"{metrics[k]:.4f}" if metrics.get(k) is not None else "-"
+                              for k in ("peak1", "peak5", "pairwise"))))
+    header = ["model", "top-1", "top-5", "pairwise"]
+    return (markdown_table if markdown else format_table)(header, rows)
+
+
+def calibration_exists(db: str, hardware: str) -> bool:
+    """Does the store hold measurements of this profile already?"""
+    if not Path(db).exists():
+        return False
+    with Store(db, read_only=True) as store:
+        return bool(store.scalar(
+            "SELECT count(*) FROM measurements m JOIN candidates c USING (candidate_id) JOIN "
+            "hardware h USING (hardware_id) WHERE h.name = ?", [hardware]))

@@ -1,0 +1,83 @@
+"""onboard through the real CLI on a copy of the seed: this machine's profile (new to the seed)
+gets a calibration set chosen across operator kinds, a fine-tuned model whose parent is a
+pre-trained one, and the three-way accuracy table; bad requests are refused in one line."""
+
+import json
+import shutil
+
+import pytest
+
+from storage.store import Store
+from tasks.hardware import resolve_profile
+from tasks.onboard import PER_TASK, choose_calibration, operator_kind
+
+from tests.conftest import run_cli
+
+
+@pytest.fixture
+def store(seed_store, tmp_path):
+    db = tmp_path / "store.duckdb"
+    shutil.copy(seed_store, db)
+    return str(db)
+
+
+def test_operator_kinds():
+    assert operator_kind("fused_conv2d_add_relu_3") == "conv2d_add_relu"
+    assert operator_kind("fused_matmul") == "matmul"
+
+
+def test_the_calibration_set_spans_operator_kinds_and_each_tasks_range(seed_store):
+    target = resolve_profile("local")
+    chosen = choose_calibration(seed_store, "never-measured", target.target_kind, 96)
+    assert len(chosen) == 96 // PER_TASK
+    with Store(seed_store, read_only=True) as store:
+        names = {tid: name for tid, name in store.query("SELECT task_id, task_name FROM tasks")}
+        for pick in chosen:
+            latencies = sorted(lat for (lat,) in store.query(
+                "SELECT m.mean_latency_s FROM measurements m JOIN candidates c USING "
+                "(candidate_id) JOIN hardware h USING (hardware_id) WHERE c.task_id = ? AND "
+                "h.name = ? AND m.error_kind IS NULL", [pick["task_id"], pick["source"]]))
+            picked = sorted(lat for (lat,) in store.query(
+                "SELECT mean_latency_s FROM measurements WHERE candidate_id IN "
+                "(SELECT unnest(?)) AND error_kind IS NULL", [pick["candidate_ids"]]))
+            assert len(picked) == PER_TASK
+            assert picked[0] == latencies[0] and picked[-1] == latencies[-1]  # best and worst
+    kinds = [operator_kind(names[p["task_id"]]) for p in chosen]
+    assert len(set(kinds)) >= min(len(kinds), 4)  # round-robin over kinds, not 8 convs
+
+
+@pytest.mark.slow
+def test_onboard_prints_the_three_way_table(store):
+    result = run_cli("onboard", "--hardware", "local", "--candidates", "60", "--db", store)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    for row in ("pre-trained, not fine-tuned", "fine-tuned (", "MetaSchedule XGB, same samples"):
+        assert row in out
+    name = resolve_profile("local").name
+    with Store(store, read_only=True) as s:
+        summary = json.loads(s.scalar("SELECT summary_json FROM runs WHERE flow = 'onboard' AND "
+                                      "status = 'completed'"))
+        child = s.model_row(summary["model_id"])
+        calibrated = s.scalar("SELECT count(*) FROM measurements m JOIN candidates c USING "
+                              "(candidate_id) JOIN hardware h USING (hardware_id) WHERE h.name = ? "
+                              "AND c.source = 'calibration'", [name])
+    assert calibrated == summary["measured"] == 60 and summary["calibration_tasks"] == 5
+    assert child["parent_model_id"] == summary["parent"]
+    assert name in json.loads(child["data_spec_json"])["hardware"]
+    for key in ("pretrained", "fine_tuned", "from_scratch"):
+        assert 0 < summary[key]["peak1"] <= 1
+    models = run_cli("models", "--hardware", "local", "--db", store)  # the alias works here too
+    assert models.returncode == 0 and summary["model_id"] in models.stdout
+    assert name in models.stdout  # trained on
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--candidates", "10"], "candidates must be at least 48"),
+    (["--parent", "nope"], "no model 'nope'"),
+    (["--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
+])
+def test_bad_onboard_requests(store, args, message):
+    result = run_cli("onboard", *args, "--db", store)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
