@@ -21,7 +21,10 @@ cands=${1:-64}
 shift || true
 profiles=("$@")
 if [ ${#profiles[@]} -eq 0 ]; then
-    profiles=(cpu-znver3-avx2-1t cpu-znver3-sse42-1t)
+    # this machine's one-thread profiles, whatever its CPU: native ISA and x86-64-v2
+    mapfile -t profiles < <("$python" -c 'from tenforge.cli import bootstrap; bootstrap()
+from tasks.hardware import detect_local_profiles
+print("\n".join(p.name for p in detect_local_profiles() if p.num_threads == 1))')
 fi
 db=${SEED_DB:-data/seed.duckdb}
 # Small, cheap networks first so every profile has every kind of task early on. NETWORKS (space

@@ -38,6 +38,7 @@ from models.splits import SplitSpec, make_split, sample_by_task  # noqa: E402
 from models.transfer import fine_tune  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
+from storage.store import Store  # noqa: E402
 from tasks.training import TRANSFER_SPLIT  # noqa: E402
 
 METRICS = ("peak1", "peak5", "pairwise")
@@ -64,8 +65,10 @@ def mean_rows(runs):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="store (default: the seed, loaded into a temp store)")
-    parser.add_argument("--source", default="cpu-znver3-avx2-1t")
-    parser.add_argument("--target", default="cpu-znver3-sse42-1t")
+    parser.add_argument("--source", default=None,
+                        help="source profile (default: the store's profile with most data)")
+    parser.add_argument("--target", default=None,
+                        help="target profile (default: the one with the next most data)")
     parser.add_argument("--family", default="mlp")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--ns", default="0,50,200,1000,all")
@@ -80,6 +83,14 @@ def main() -> None:
         load_shards(db, progress=lambda _: None)
     params = {"epochs": args.epochs} if args.family in ("mlp", "attention",
                                                         "bilstm_attention") else {}
+    if args.source is None or args.target is None:
+        with Store(db, read_only=True) as store:
+            ranked = [h for (h,) in store.query(
+                "SELECT hardware FROM v_candidate_measurements WHERE error_kind IS NULL "
+                "GROUP BY 1 ORDER BY count(*) DESC, 1")]
+        ranked = [h for h in ranked if h not in (args.source, args.target)]
+        args.source = args.source or ranked.pop(0)
+        args.target = args.target or ranked.pop(0)
     source = load_dataset(db, DataSpec(hardware=(args.source,)))
     target = load_dataset(db, DataSpec(hardware=(args.target,)))
     split = make_split(target, SplitSpec(seed=args.seed, **TRANSFER_SPLIT))

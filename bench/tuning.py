@@ -19,7 +19,7 @@ a noisy machine). `--variants` adds ablations: the resource-constraint rules (+r
 tenforge's schedulers (+gain, +dual). Curves -> PNG and JSON.
 
     .venv/bin/python bench/tuning.py [--networks tiny_cnn,resnet18] [--trials 256]
-        [--variants a,b,c] [--hardware cpu-znver3-avx2-1t] [--source cpu-znver3-sse42-1t]
+        [--variants a,b,c] [--hardware local-1t] [--source PROFILE]
         [--out bench/out]
 """
 
@@ -47,6 +47,7 @@ from models.splits import sample_by_task  # noqa: E402
 from models.transfer import fine_tune  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
+from storage.store import Store  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.networks import build_network  # noqa: E402
 from tasks.tuning import TuningResult, tune_network  # noqa: E402
@@ -145,9 +146,11 @@ def plot(results: dict[str, dict[str, TuningResult]], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default="tiny_cnn,resnet18")
-    parser.add_argument("--hardware", default="cpu-znver3-avx2-1t", help="the target profile")
-    parser.add_argument("--source", default="cpu-znver3-sse42-1t",
-                        help="profile whose seed data pre-trains (b)")
+    parser.add_argument("--hardware", default="local-1t",
+                        help="the target profile (default: this machine, one thread)")
+    parser.add_argument("--source", default=None,
+                        help="profile whose seed data pre-trains (b) (default: the store's "
+                             "profile with most measurements other than the target)")
     parser.add_argument("--trials", type=int, default=256)
     parser.add_argument("--population", type=int, default=64)
     parser.add_argument("--scheduler", default="gradient", help="task scheduler by default")
@@ -168,6 +171,14 @@ def main() -> None:
     db = args.db or str(work / "seed.duckdb")
     if args.db is None:
         load_shards(db, progress=lambda _: None)
+    if args.source is None:
+        from tasks.training import default_hardware
+
+        with Store(db, read_only=True) as store:
+            counts = dict(store.query("SELECT hardware, count(*) FROM v_candidate_measurements "
+                                      "GROUP BY 1"))
+        others = [h for h in default_hardware(db) if h != profile.name]
+        args.source = max(others, key=lambda h: counts.get(h, 0))
     models = {"a": ("(a) MetaSchedule xgb", "xgb")}
     trained = train_models(db, args.source, profile.name, networks, args.family, args.samples,
                            args.seed, work)

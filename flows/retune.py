@@ -61,6 +61,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
                          description="this run beside the newest run of every other cost model")
     print(f"retune done: {out['network']} on {out['hardware']} with {out['cost_model']}: "
           f"{out['untuned_ms']} ms untuned -> {out['tuned_ms']} ms tuned "
-          f"({out['speedup']}x) after {out['trials']} trials in {out['search_s']} s; "
+          f"({out['speedup']}x) after {out['trials']} trials in {out['search_s']} s (search "
+          f"ended by {out['stop_reason']}); "
           f"schedules in {out['database_dir']}")
     return out

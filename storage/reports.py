@@ -90,38 +90,46 @@ def tuning_comparison(db: str, network: str, hardware: str, markdown: bool = Fal
             f"summed cold-cache latencies):\n" + format_table(header, rows))
 
 
-# The sections of `tenforge report`: (title, query over the documented views).
+# The sections of `tenforge report`: (title, query over the documented views, how a row names
+# its hardware, order and limit). A hardware filter applies to the rows before the limit.
 REPORT_SECTIONS = [
     ("Measurements per hardware",
      "SELECT hardware, count(DISTINCT workload_hash) AS tasks, count(*) AS measured, "
      "count(error_kind) AS errors, round(max(gflops), 1) AS best_gflops, "
      "left(max(measured_at)::VARCHAR, 19) AS last_measured "
-     "FROM v_candidate_measurements GROUP BY ALL ORDER BY ALL"),
+     "FROM v_candidate_measurements GROUP BY ALL", "hardware = $hw", "ORDER BY ALL"),
     ("Best latency per network and hardware (sum of best task latencies x occurrences; best "
      "tuned end-to-end)",
      "SELECT network, hardware, tasks_measured, round(sum_best_task_s * 1e3, 3) AS "
      "sum_best_tasks_ms, round(best_tuned_s * 1e3, 3) AS best_tuned_ms, best_cost_model, "
-     "tuning_runs FROM v_best_latency ORDER BY ALL"),
+     "tuning_runs FROM v_best_latency", "hardware = $hw", "ORDER BY ALL"),
     ("Model leaderboard (held-out top-1)",
      "SELECT model_id, kind, array_to_string(trained_on, ',') AS trained_on, "
      "round(top1, 4) AS top1, round(pairwise, 4) AS pairwise, train_rows, "
-     "coalesce(parent_model_id, '') AS parent FROM v_model_leaderboard LIMIT 10"),
+     "coalesce(parent_model_id, '') AS parent, created_at FROM v_model_leaderboard",
+     "list_contains(string_split(trained_on, ','), $hw)",
+     "ORDER BY top1 DESC NULLS LAST, created_at DESC LIMIT 10"),
     ("Tuning history (newest first)",
      "SELECT left(created_at::VARCHAR, 19) AS at, network, hardware, cost_model, scheduler, "
      "trials, round(search_s, 1) AS search_s, round(untuned_latency_s * 1e3, 3) AS untuned_ms, "
      "round(tuned_latency_s * 1e3, 3) AS tuned_ms, round(speedup, 2) AS speedup "
-     "FROM v_tuning_history LIMIT 10"),
+     "FROM v_tuning_history", "hardware = $hw", "ORDER BY \"at\" DESC LIMIT 10"),
 ]
 
 
-def store_report(db: str, markdown: bool = False) -> str:
-    """Everything a person asks first of a store, from the documented views."""
-    parts = [f"# tenforge report: {db}" if markdown else f"tenforge report: {db}"]
+def store_report(db: str, markdown: bool = False, hardware: str | None = None) -> str:
+    """Everything a person asks first of a store, from the documented views (only `hardware`'s
+    rows, and the models trained on its data, when given)."""
+    heading = f"tenforge report: {db}" + (f" (hardware {hardware})" if hardware else "")
+    parts = [f"# {heading}" if markdown else heading]
     with Store(db, read_only=True) as store:
-        for title, sql in REPORT_SECTIONS:
-            cur = store.con.execute(sql)
-            header, rows = [d[0] for d in cur.description], cur.fetchall()
-            table = (markdown_table if markdown else format_table)(header, rows) if rows \
-                else "(nothing yet)"
+        for title, sql, on_hardware, order in REPORT_SECTIONS:
+            cur = store.con.execute(f"SELECT * FROM ({sql}) WHERE $hw IS NULL OR {on_hardware} "
+                                    f"{order}", {"hw": hardware})
+            names = [d[0] for d in cur.description]
+            keep = [i for i, n in enumerate(names) if n != "created_at"]  # for ordering only
+            rows = [tuple(r[i] for i in keep) for r in cur.fetchall()]
+            table = (markdown_table if markdown else format_table)(
+                [names[i] for i in keep], rows) if rows else "(nothing yet)"
             parts.append(f"## {title}\n\n{table}" if markdown else f"{title}:\n{table}")
     return "\n\n".join(parts) + "\n"

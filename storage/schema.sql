@@ -185,7 +185,8 @@ CREATE TABLE tuning_runs (
     database_dir        VARCHAR NOT NULL,     -- MetaSchedule JSON database (the tuned schedules)
     tvm_version         VARCHAR NOT NULL,
     created_at          TIMESTAMP NOT NULL DEFAULT current_timestamp,
-    rejected_by_rules   INTEGER               -- candidates dropped unmeasured (tasks.constraints)
+    rejected_by_rules   INTEGER,              -- candidates dropped unmeasured (tasks.constraints)
+    stop_reason         VARCHAR               -- trials | deadline | interrupt | exhausted
 );
 
 -- Best-so-far after every measured batch of a tuning run.
@@ -269,7 +270,8 @@ CREATE VIEW v_tuning_history AS
 SELECT tuning_id, network, hardware, cost_model, scheduler, trials, trials_budget,
        minutes_budget, search_s, untuned_latency_s, tuned_latency_s,
        untuned_latency_s / tuned_latency_s AS speedup, estimated_latency_s,
-       rejected_by_rules, tuned_functions, tir_functions, seed, tvm_version, created_at
+       rejected_by_rules, tuned_functions, tir_functions, seed, tvm_version, created_at,
+       stop_reason
 FROM tuning_runs
 ORDER BY created_at DESC;
 

@@ -191,7 +191,7 @@ def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], Non
         "tuned_functions": result.tuned["tuned_functions"],
         "tir_functions": result.tuned["tir_functions"],
         "database_dir": str(work_dir), "tvm_version": tvm_version(),
-        "rejected_by_rules": result.rejected_by_rules,
+        "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
@@ -204,4 +204,5 @@ def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], Non
             "search_s": round(result.search_s, 1),
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
-            "speedup": round(result.speedup, 2), "database_dir": str(work_dir)}
+            "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
+            "database_dir": str(work_dir)}

@@ -12,23 +12,28 @@ MetaSchedule's task scheduler optimizes). The end-to-end latency is measured onc
 it also contains the untuned tasks, the Relax VM's overhead and memory traffic between
 functions, so it is larger than the estimate; the result reports both.
 
-Schedulers: "gradient" and "round-robin" are MetaSchedule's own; "gain" is tenforge's
-(GainScheduler below). Cost models: "xgb" (MetaSchedule's XGBModel, from scratch) or the path
+Schedulers (tasks.schedulers): "gradient" and "round-robin" are MetaSchedule's, ported so they
+can stop at any batch; "gain" and "dual" are tenforge's. A deadline, SIGTERM or Ctrl-C ends the
+search after the batch in flight, and the run still compiles and times what it found. Cost models: "xgb" (MetaSchedule's XGBModel, from scratch) or the path
 of a saved tenforge model (models.ms_adapter).
 """
 
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence, get_args
+from typing import Any, Callable, Iterator, Literal, Sequence, get_args
 
 import numpy as np
 
 from tasks.constraints import constraint_postproc, rules_for
 from tasks.hardware import HardwareProfile
+from tasks.schedulers import create_scheduler
 from tenforge.errors import TenforgeError
 from tenforge.progress import bar
 
@@ -98,14 +103,23 @@ class TuningLog:
     context_best: list[float] = field(default_factory=list)
     trials_per_task: list[int] = field(default_factory=list)
     curve: list[CurvePoint] = field(default_factory=list)
-    stopped_by_deadline: bool = False
+    context_trials: list[int] = field(default_factory=list)
+    stop_reason: str | None = None  # "deadline" or "interrupt" once the search must end
 
     def __post_init__(self) -> None:
         if self.context_task is None:
             self.context_task = list(range(len(self.task_names)))
         self.best = [math.inf] * len(self.task_names)
         self.context_best = [math.inf] * len(self.context_task)
+        self.context_trials = [0] * len(self.context_task)
         self.trials_per_task = [0] * len(self.task_names)
+
+    @property
+    def stopped_by_deadline(self) -> bool:
+        return self.stop_reason == "deadline"
+
+    def context_weight(self, context: int) -> float:
+        return self.task_weights[self.context_task[context]]
 
     def estimated(self) -> float | None:
         if any(math.isinf(b) for b in self.best):
@@ -116,6 +130,7 @@ class TuningLog:
         task_id = self.context_task[context_id]
         for secs in run_secs:
             self.trials += 1
+            self.context_trials[context_id] += 1
             self.trials_per_task[task_id] += 1
             if secs:
                 latency = float(np.mean(secs))
@@ -142,10 +157,30 @@ class TuningLog:
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
+    def should_stop(self) -> bool:
+        """Must the search end now? (the schedulers ask before every batch)"""
+        if self.stop_reason is None and self.past_deadline():
+            self.stop_reason = "deadline"
+            self.report("wall-clock budget spent: stopping after the batch in flight")
+        return self.stop_reason is not None
+
+    def interrupt(self, what: str) -> None:
+        """A signal asked to stop: end after the batch in flight, keep what was measured."""
+        self.stop_reason = "interrupt"
+        self.report(f"{what}: stopping after the batch in flight; what was measured is kept "
+                    "(send it again to abort)")
+
+    def final_reason(self) -> str:
+        """Why the search ended, as tuning_runs.stop_reason records it."""
+        if self.stop_reason:
+            return self.stop_reason
+        return "trials" if self.budget is not None and self.trials >= self.budget \
+            else "exhausted"
+
 
 def _recorder(log: TuningLog) -> Any:
-    """A MetaSchedule measure callback that feeds `log` and enforces its deadline (by
-    terminating every task, which ends MetaSchedule's tuning loop)."""
+    """A MetaSchedule measure callback that feeds `log` (the schedulers in tasks.schedulers
+    enforce its deadline: terminating tasks from here crashed MetaSchedule's own)."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
@@ -156,73 +191,30 @@ def _recorder(log: TuningLog) -> Any:
             log.add(task_id, [[float(s) for s in r.run_secs]
                               if r.run_secs is not None and r.error_msg is None else None
                               for r in runner_results])
-            if log.past_deadline() and not log.stopped_by_deadline:
-                log.stopped_by_deadline = True
-                log.report("wall-clock budget spent: stopping")
-                for i, record in enumerate(task_scheduler.tasks_):
-                    if not record.is_terminated:
-                        task_scheduler.terminate_task(i)
 
     return Recorder()
 
 
-def expected_gain(log: TuningLog, context: int, rounds: list[float], window: int = 2,
-                  explore: float = 0.05) -> float:
-    """How much network latency one more round of `context` is expected to save.
+@contextmanager
+def stop_on_signals(log: TuningLog) -> Iterator[None]:
+    """While tuning: the first SIGTERM or Ctrl-C ends the search after the batch in flight (the
+    run then compiles and records what it found); a second one aborts. Only the main thread
+    can take signals: elsewhere (a flow run in a worker thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
-    `rounds` is the context's best latency after each of its rounds so far. The context is
-    expected to improve by its recent relative improvement r (over the last `window` rounds,
-    floored by explore / rounds so a stalled context still gets an occasional turn); the gain
-    is weight x (its task's best - what the context would reach). A design space lagging
-    behind its task's best by more than it improves keeps a small exploration gain that fades
-    with the turns it already had. With one context per task this is weight x best x r."""
-    now = rounds[-1]
-    weight = log.task_weights[log.context_task[context]]
-    task_best = log.best[log.context_task[context]]
-    if math.isinf(now):  # nothing valid yet: a first chance is worth anything
-        if len(rounds) < 2:
-            return math.inf
-        return weight * task_best * explore / len(rounds) ** 2 if math.isfinite(task_best) \
-            else 0.0
-    before = rounds[-1 - window] if len(rounds) > window else rounds[0]
-    improvement = (before - now) / now if math.isfinite(before) else 1.0
-    rate = max(improvement, explore / len(rounds))
-    return weight * max(task_best - now * (1 - rate), task_best * explore / len(rounds) ** 2)
+    def handler(signum: int, frame: Any) -> None:
+        if log.stop_reason == "interrupt":
+            raise KeyboardInterrupt
+        log.interrupt(signal.Signals(signum).name)
 
-
-def gain_scheduler(log: TuningLog) -> Any:
-    """tenforge's task scheduler: every context once, then the one with the largest expected
-    gain in network latency (`expected_gain`; Ansor/GTA-style). With one context per design
-    space ("dual") this splits the budget across tasks and across each task's design spaces.
-    It stops at the log's deadline."""
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
-
-    @derived_object
-    class GainScheduler(PyTaskScheduler):
-        def __init__(self) -> None:
-            super().__init__()
-            self.running: int | None = None
-            self.history: dict[int, list[float]] = {}  # best latency after each round
-
-        def next_task_id(self) -> int:
-            if self.running is not None:
-                self.join_running_task(self.running)
-                self.history.setdefault(self.running, []).append(
-                    log.context_best[self.running])
-                self.running = None
-            if log.past_deadline():
-                return -1
-            records = self._outer().tasks_
-            alive = [i for i, r in enumerate(records) if not r.is_terminated]
-            if not alive:
-                return -1
-            unseen = [i for i in alive if i not in self.history]
-            self.running = unseen[0] if unseen else max(
-                alive, key=lambda i: expected_gain(log, i, self.history[i]))
-            return self.running
-
-    return GainScheduler()
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path,
@@ -298,7 +290,7 @@ class TuningResult:
     trials: int
     errors: int
     search_s: float
-    stopped_by_deadline: bool
+    stop_reason: str  # trials | deadline | interrupt | exhausted
     estimated_s: float | None
     untuned: dict[str, Any]
     tuned: dict[str, Any]
@@ -361,6 +353,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
         per_design_space=scheduler == "dual", on_reject=log.note_rejection)
     log.context_best = [math.inf] * len(contexts)
+    log.context_trials = [0] * len(contexts)
     if len(contexts) > len(chosen):
         report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
     if rules:
@@ -373,22 +366,27 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         from models.ms_adapter import learned_cost_model
 
         model = learned_cost_model(cost_model, profile)
-    task_scheduler: Any = gain_scheduler(log) if scheduler in ("gain", "dual") else scheduler
+    task_scheduler = create_scheduler(scheduler, log, seed)
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
-        ms.tune_tasks(tasks=contexts,
-                      task_weights=[log.task_weights[t] for t in log.context_task],
-                      work_dir=str(work_dir),
-                      max_trials_global=trials, num_trials_per_iter=trials_per_iter,
-                      builder=ms_builder(measurer), runner=ms_runner(measurer),
-                      database=database, cost_model=model,
-                      measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
-                                         _recorder(log)],
-                      task_scheduler=task_scheduler)
+        with stop_on_signals(log):
+            ms.tune_tasks(tasks=contexts,
+                          task_weights=[log.task_weights[t] for t in log.context_task],
+                          work_dir=str(work_dir),
+                          max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                          builder=ms_builder(measurer), runner=ms_runner(measurer),
+                          database=database, cost_model=model,
+                          measure_callbacks=[
+                              *ms.measure_callback.MeasureCallback.create("default"),
+                              _recorder(log)],
+                          task_scheduler=task_scheduler)
+        report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
+               f"{time.monotonic() - log.started:.0f} s; compiling with the best schedules "
+               "found")
         search_s = time.monotonic() - log.started
         try:
             tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
@@ -399,7 +397,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     result = TuningResult(
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
-        errors=log.errors, search_s=search_s, stopped_by_deadline=log.stopped_by_deadline,
+        errors=log.errors, search_s=search_s, stop_reason=log.final_reason(),
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),

@@ -89,12 +89,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_hardware(args: argparse.Namespace) -> int:
     from storage.reports import format_table
-    from tasks.hardware import all_profiles, detect_local_profiles
+    from tasks.constraints import isa_family
+    from tasks.hardware import ALIASES, all_profiles, profile_name
 
-    local = detect_local_profiles()[0].name
-    rows = [(("local = " if p.name == local else "") + p.name, p.target_kind, p.runner_kind,
-             p.num_threads, p.description) for p in all_profiles().values()]
-    print(format_table(["profile", "kind", "runner", "threads", "description"], rows))
+    aliases = {profile_name(a): a for a in reversed(list(ALIASES))}
+    rows = [((f"{aliases[p.name]} = " if p.name in aliases else "") + p.name, p.target_kind,
+             isa_family(p.target_kind, p.features), p.runner_kind, p.num_threads,
+             p.description) for p in all_profiles().values()]
+    print(format_table(["profile", "kind", "ISA", "runner", "threads", "description"], rows))
     return 0
 
 
@@ -343,8 +345,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from storage.reports import store_report
+    from tasks.hardware import profile_name
 
-    print(store_report(args.db, markdown=args.markdown), end="")
+    print(store_report(args.db, markdown=args.markdown,
+                       hardware=profile_name(args.hardware) if args.hardware else None), end="")
     return 0
 
 
@@ -546,6 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="what the store holds: measurements, best latencies, "
                                       "model leaderboard, tuning history")
     p.add_argument("--markdown", action="store_true", help="Markdown instead of plain text")
+    p.add_argument("--hardware", default=None, help="only this profile (`local` ok)")
     db_option(p)
     p.set_defaults(func=cmd_report)
 

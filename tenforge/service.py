@@ -97,19 +97,24 @@ def check_port_free(host: str, port: int) -> None:
                         f"--port with a free one")
 
 
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
 def _wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float) -> None:
+    """The server this process started answers its health check (or its exit is reported)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.poll() is not None:
             tail = log.read_text()[-1500:] if log.exists() else ""
             raise TenforgeError(f"the Prefect server exited with status {server.returncode} "
                                 f"while starting; see {log}: ...{tail[-300:]!r}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
+        if _healthy(url):
+            return
         time.sleep(0.5)
     raise TenforgeError(f"the Prefect server did not answer at {url} within {timeout_s:.0f} s; "
                         f"see {log}")
@@ -129,13 +134,7 @@ def _prefect(*args: str) -> list[str]:
 def _wait_reachable(url: str, timeout_s: float) -> None:
     """A server this process did not start (joining a fleet): it must answer its health check."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
+    while not _healthy(url):
         if time.monotonic() > deadline:
             raise TenforgeError(f"no Prefect server answers at {url}; start one with `tenforge "
                                 "service start --host 0.0.0.0` on the server machine, or fix "

@@ -47,7 +47,7 @@ def test_the_calibration_set_spans_operator_kinds_and_each_tasks_range(seed_stor
 
 
 @pytest.mark.slow
-def test_onboard_prints_the_three_way_table(store):
+def test_onboard_prints_the_three_way_table(store, tmp_path):
     result = run_cli("onboard", "--hardware", "local", "--candidates", "60", "--db", store)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout + result.stderr
@@ -66,9 +66,15 @@ def test_onboard_prints_the_three_way_table(store):
     assert name in json.loads(child["data_spec_json"])["hardware"]
     for key in ("pretrained", "fine_tuned", "from_scratch"):
         assert 0 < summary[key]["peak1"] <= 1
-    models = run_cli("models", "--hardware", "local", "--db", store)  # the alias works here too
+    # the alias works wherever a profile is named
+    models = run_cli("models", "--hardware", "local", "--db", store)
     assert models.returncode == 0 and summary["model_id"] in models.stdout
     assert name in models.stdout  # trained on
+    report = run_cli("report", "--hardware", "local", "--db", store)
+    assert report.returncode == 0 and f"(hardware {name})" in report.stdout
+    assert "cpu-znver3-sse42-1t" not in report.stdout.split("Model leaderboard")[0]
+    exported = run_cli("export-ms", str(tmp_path / "ms"), "--hardware", "local", "--db", store)
+    assert exported.returncode == 0 and "exported 60 records" in exported.stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -135,3 +135,39 @@ def test_the_readme_queries_run_as_written_in_the_duckdb_cli(store_with_model):
     report = run_cli("report", "--db", db)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "Tuning history" in report.stdout and "metaschedule-xgb" in report.stdout
+
+
+@pytest.mark.slow
+def test_sigterm_ends_the_search_and_keeps_what_it_measured(store_with_model):
+    """A SIGTERM (what `timeout`, a worker or a service stop sends) mid-search: the retune
+    stops after the batch in flight, compiles with what it found, times it, and records the
+    run with its reason; the process exits cleanly."""
+    import os
+    import signal
+    import time
+
+    from tests.conftest import ROOT
+
+    db, _ = store_with_model
+    before = len(_tuning_rows(db))
+    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *RETUNE, "--trials", "400",
+                             "--cost-model", "metaschedule-xgb", "--force", "--db", db],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ})
+    lines = []
+    for line in proc.stdout:  # wait until the search has measured something
+        lines.append(line)
+        if "tuned " in line and " trials in " in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    rest, _ = proc.communicate(timeout=600)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0, out[-3000:]
+    assert "SIGTERM: stopping after the batch in flight" in out
+    rows = _tuning_rows(db)
+    assert len(rows) == before + 1
+    newest = rows[-1]
+    assert newest["stop_reason"] == "interrupt" and 0 < newest["trials"] < 400
+    assert newest["tuned_functions"] >= 1 and newest["tuned_latency_s"] > 0
+    assert time.monotonic() - sent < 300  # promptly: one batch, then compile and time

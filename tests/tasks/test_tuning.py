@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from tasks.tuning import TaskShare, TuningLog, expected_gain, select_tasks
+from tasks.schedulers import expected_gain, gradient_pick
+from tasks.tuning import SCHEDULERS, TaskShare, TuningLog, select_tasks
 from tenforge.errors import TenforgeError
 
 TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
@@ -75,3 +76,64 @@ def test_expected_gain_prefers_improving_heavy_contexts_and_keeps_exploring():
     assert expected_gain(log, 1, [5e-3, 4e-3, 4e-3, 4e-3]) < lagging
     # a stalled context keeps a positive share (explore / rounds)
     assert expected_gain(log, 0, [1e-3] * 5) > 0
+
+
+def test_the_log_says_when_and_why_to_stop():
+    said = []
+    log = TuningLog(["a"], [1.0], deadline=time.monotonic() - 1, budget=8, report=said.append)
+    assert log.should_stop() and log.final_reason() == "deadline" and log.stopped_by_deadline
+    assert len(said) == 1 and log.should_stop() and len(said) == 1  # said once
+    log = TuningLog(["a"], [1.0], budget=2, report=said.append)
+    assert not log.should_stop()
+    log.interrupt("SIGTERM")
+    assert log.should_stop() and log.final_reason() == "interrupt"
+    log = TuningLog(["a"], [1.0], budget=2, report=lambda _: None)
+    log.add(0, [[1e-3], None])
+    assert log.final_reason() == "trials" and log.context_trials == [2]
+    assert TuningLog(["a"], [1.0], budget=9, report=lambda _: None).final_reason() == "exhausted"
+
+
+def test_gradient_pick_is_metaschedules_rule():
+    import random
+
+    log = TuningLog(["a", "b", "c"], [1.0, 1.0, 3.0], report=lambda _: None)
+    rng = random.Random(0)
+    # b has nothing valid (-1e9); a improves, c is flat but weighs 3x: g = 0.8 * best / n * w
+    history = {0: [4e-3, 3e-3, 2e-3, 1e-3], 1: [math.inf], 2: [1e-3] * 4}
+    g_a = 0.2 * (4e-3 - 1e-3) / 3 + 0.8 * 1e-3 / 4
+    g_c = (0.2 * 0 + 0.8 * 1e-3 / 4) * 3
+    assert gradient_pick(log, [0, 1, 2], history, rng) == (0 if g_a > g_c else 2)
+    assert gradient_pick(log, [0, 1], history, rng) == 0
+    # all equal (nothing measured anywhere): a random alive task, seeded
+    picks = {gradient_pick(log, [0, 1, 2], {}, random.Random(s)) for s in range(20)}
+    assert picks == {0, 1, 2}
+
+
+@pytest.mark.parametrize("n_tasks", [25, 51])  # resnet18's and mobilenet_v2's task counts
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tasks, tmp_path):
+    """Real MetaSchedule search and schedulers, faked measuring (tests/tasks/ms_doubles.py).
+    The deadline falls inside the first pass over the tasks: MetaSchedule's own gradient
+    scheduler could not stop there, and stopping it by terminating tasks crashed it."""
+    from tasks.schedulers import create_scheduler
+    from tasks.tuning import _recorder
+
+    from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
+
+    from tvm.s_tir import meta_schedule as ms
+
+    contexts = matmul_contexts(n_tasks)
+    log = TuningLog([f"matmul_{i}" for i in range(n_tasks)], [1.0] * n_tasks, budget=10_000,
+                    report=lambda _: None)
+    batches: list[float] = []
+    log.started = time.monotonic()
+    log.deadline = log.started + 1.5
+    ms.tune_tasks(tasks=contexts, task_weights=[1.0] * n_tasks, work_dir=str(tmp_path),
+                  max_trials_global=10_000, num_trials_per_iter=4,
+                  builder=fake_builder(), runner=fake_runner(0.02, batches),
+                  database=ms.database.MemoryDatabase(), cost_model="random",
+                  measure_callbacks=[_recorder(log)],
+                  task_scheduler=create_scheduler(scheduler, log, seed=0))
+    assert log.final_reason() == "deadline"
+    assert sum(start > log.deadline for start in batches) <= 1  # at most the batch in flight
+    assert log.trials == 4 * len(batches) and 0 < len(batches) < 10_000 // 4

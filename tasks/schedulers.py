@@ -1,0 +1,134 @@
+"""Task schedulers for `ms.tune_tasks`, all in Python so that every one of them can stop.
+
+Why not MetaSchedule's own: a tuning run must be able to end at any batch (a deadline, SIGTERM,
+Ctrl-C) and keep what it measured. MetaSchedule's C++ schedulers cannot be told to stop, and
+stopping them by terminating every task from a measure callback crashed the gradient scheduler
+(`Check failed: (!task->is_terminated)`: it returns the task it just joined, which the callback
+terminated meanwhile) and could not stop its first pass over the tasks at all (nothing is joined
+until every task had a turn: 8+ minutes past a 1-minute deadline on mobilenet_v2's 49 tasks).
+
+So the schedulers are ported here, each checking `log.should_stop()` before it picks the next
+task: returning -1 makes MetaSchedule join what is in flight and end its loop normally, so a
+stop costs at most the batch being measured. tenforge's runner measures synchronously (its
+futures are done when `run` returns), which is what makes "one batch" the bound.
+
+- `gradient`: MetaSchedule's GradientBased (alpha 0.2, window 3): one round-robin pass without
+  joining, then the alive task with the largest weighted latency gradient; ties at random. The
+  one difference: a context's best latency is the mean of its repeats (tenforge's label), where
+  MetaSchedule takes the median.
+- `round-robin`: MetaSchedule's RoundRobin.
+- `gain` / `dual`: tenforge's expected-gain scheduler (`expected_gain`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+GRADIENT_ALPHA = 0.2  # MetaSchedule's defaults for TaskScheduler.create("gradient")
+GRADIENT_WINDOW = 3
+
+
+def expected_gain(log: Any, context: int, rounds: list[float], window: int = 2,
+                  explore: float = 0.05) -> float:
+    """How much network latency one more round of `context` is expected to save.
+
+    `rounds` is the context's best latency after each of its rounds so far. The context is
+    expected to improve by its recent relative improvement r (over the last `window` rounds,
+    floored by explore / rounds so a stalled context still gets an occasional turn); the gain
+    is weight x (its task's best - what the context would reach). A design space lagging
+    behind its task's best by more than it improves keeps a small exploration gain that fades
+    with the turns it already had. With one context per task this is weight x best x r."""
+    now = rounds[-1]
+    weight = log.task_weights[log.context_task[context]]
+    task_best = log.best[log.context_task[context]]
+    if math.isinf(now):  # nothing valid yet: a first chance is worth anything
+        if len(rounds) < 2:
+            return math.inf
+        return weight * task_best * explore / len(rounds) ** 2 if math.isfinite(task_best) \
+            else 0.0
+    before = rounds[-1 - window] if len(rounds) > window else rounds[0]
+    improvement = (before - now) / now if math.isfinite(before) else 1.0
+    rate = max(improvement, explore / len(rounds))
+    return weight * max(task_best - now * (1 - rate), task_best * explore / len(rounds) ** 2)
+
+
+def gradient_pick(log: Any, alive: list[int], history: dict[int, list[float]],
+                  rng: random.Random, alpha: float = GRADIENT_ALPHA,
+                  window: int = GRADIENT_WINDOW) -> int:
+    """MetaSchedule's gradient rule: g = alpha x (best w rounds ago - best) / w + (1 - alpha)
+    x best / rounds, times the task weight; a task with nothing valid yet gets -1e9; all equal:
+    a random alive task."""
+    grads = []
+    for i in alive:
+        best_history = history.get(i, [])
+        n = len(best_history)
+        if n > 0 and math.isfinite(best_history[-1]):
+            best = best_history[-1]
+            g1 = (best_history[n - 1 - window] - best) / window if n >= 1 + window else 0.0
+            g2 = best / n
+            grads.append((alpha * g1 + (1 - alpha) * g2) * log.context_weight(i))
+        else:
+            grads.append(-1e9)
+    if max(grads) == min(grads):
+        return alive[rng.randrange(len(alive))]
+    return alive[grads.index(max(grads))]
+
+
+def create_scheduler(kind: str, log: Any, seed: int = 0) -> Any:
+    """A PyTaskScheduler of `kind` (gradient, round-robin, gain, dual) that stops when
+    `log.should_stop()` says so."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
+
+    @derived_object
+    class StoppableScheduler(PyTaskScheduler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pending: list[int] = []  # sent to builder and runner, not joined yet
+            self.history: dict[int, list[float]] = {}  # best latency after each join
+            self.first_pass = 0  # gradient: tasks handed out in the round-robin pass
+            self.last = -1  # round-robin: the task handed out last
+            self.rng = random.Random(seed)
+
+        def join_pending(self) -> None:
+            for i in self.pending:
+                self.join_running_task(i)
+                if log.context_trials[i]:  # as MetaSchedule: only once it measured something
+                    self.history.setdefault(i, []).append(log.context_best[i])
+            self.pending = []
+
+        def hand_out(self, task: int) -> int:
+            self.pending.append(task)
+            return task
+
+        def next_task_id(self) -> int:
+            records = self._outer().tasks_
+            n = len(records)
+            if kind == "gradient" and self.first_pass < n:
+                # MetaSchedule's first pass: every task once, nothing joined in between (the
+                # cost model sees no result before every task had its first batch)
+                if log.should_stop():
+                    return -1
+                self.first_pass += 1
+                return self.hand_out(self.first_pass - 1)
+            self.join_pending()
+            if log.should_stop():
+                return -1
+            alive = [i for i, r in enumerate(records) if not r.is_terminated]
+            if not alive:
+                return -1
+            if kind == "round-robin":
+                for step in range(1, n + 1):
+                    task = (self.last + step) % n
+                    if task in alive:
+                        self.last = task
+                        return self.hand_out(task)
+            if kind == "gradient":
+                return self.hand_out(gradient_pick(log, alive, self.history, self.rng))
+            unseen = [i for i in alive if i not in self.history]  # gain, dual
+            return self.hand_out(unseen[0] if unseen else max(
+                alive, key=lambda i: expected_gain(log, i, self.history[i])))
+
+    return StoppableScheduler()
