@@ -30,7 +30,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         cost_model: a registered model id, 'metaschedule-xgb' for MetaSchedule's own, or
             empty for the best registered model for this hardware.
         scheduler: gradient (MetaSchedule's), round-robin, gain (tenforge's: by expected
-            gain), or dual (gain over every (task, design space) pair, GTA-style).
+            gain), dual (gain over every (task, design space) pair, GTA-style), or instant
+            (no search: per task, rank `population` sampled candidates with the learned model
+            and measure the top trials / tasks).
         flops_share: tune only the tasks that carry this share of FLOPs x occurrences.
         population: candidates the evolutionary search keeps per round (MetaSchedule's default
             is 512; every round scores all of them with the cost model, so smaller is faster

@@ -319,6 +319,15 @@ class Store:
         self.con.execute(f"INSERT INTO models ({', '.join(cols)}) VALUES "
                          f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
 
+    def record_evaluation(self, model_id: str, hardware: str, metrics: dict[str, Any],
+                          test_tasks: int, split: dict[str, Any] | None,
+                          flow_run_id: str | None) -> None:
+        """A model's measured ranking accuracy on a profile's held-out tasks."""
+        self.con.execute("INSERT INTO model_evaluations (model_id, hardware, metrics_json, "
+                         "test_tasks, split_json, flow_run_id) VALUES (?, ?, ?, ?, ?, ?)",
+                         [model_id, hardware, json.dumps(metrics, sort_keys=True), test_tasks,
+                          json.dumps(split, sort_keys=True) if split else None, flow_run_id])
+
     def model_row(self, model_id: str) -> dict[str, Any]:
         cur = self.con.execute("SELECT * FROM models WHERE model_id = ?", [model_id])
         row = cur.fetchone()

@@ -13,7 +13,9 @@ here, after how little measuring? Onboarding answers it:
    sit side by side.
 2. Fine-tune the best pre-trained model on the calibration tasks (transfer, whole tasks held
    out), and train MetaSchedule's XGBModel from scratch on the same rows.
-3. Report held-out ranking accuracy: pre-trained as is, fine-tuned, and from scratch.
+3. Report held-out ranking accuracy: pre-trained as is, fine-tuned, and from scratch. Both
+   registered models' scores on this profile go to `model_evaluations`, so retune then tunes
+   with whichever ranked these held-out tasks best (fine-tuning does not always win).
 """
 
 from __future__ import annotations
@@ -51,10 +53,14 @@ def operator_kind(task_name: str) -> str:
 
 
 def validate_onboard(db: str | None, hardware: str, candidates: int,
-                     parent: str | None) -> dict[str, Any]:
+                     parent: str | None, strategy: str = "residual") -> dict[str, Any]:
     """Cheap checks before any work; returns the resolved request."""
+    from models.transfer import STRATEGIES
     from tasks.collect import check_positive_ints, default_db, prepare_db_path
 
+    if strategy not in STRATEGIES:
+        raise TenforgeError(f"unknown transfer strategy {strategy!r}; choose one of "
+                            f"{', '.join(STRATEGIES)}")
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     check_positive_ints(candidates=candidates)
@@ -66,7 +72,16 @@ def validate_onboard(db: str | None, hardware: str, candidates: int,
     if parent is not None:
         with Store(path, read_only=True) as store:
             store.model_row(parent)  # an unknown id fails here, in one line
-    return {"db": path, "hardware": profile.name, "candidates": candidates, "parent": parent}
+    return {"db": path, "hardware": profile.name, "candidates": candidates, "parent": parent,
+            "strategy": strategy}
+
+
+def model_for_tuning(db: str, hardware: str) -> str | None:
+    """The model retune would pick for `hardware` now (tasks.retune.best_model)."""
+    from tasks.retune import best_model
+
+    with Store(db, read_only=True) as store:
+        return best_model(store, hardware)
 
 
 def choose_calibration(db: str, target: str, target_kind: str,
@@ -102,9 +117,9 @@ def choose_calibration(db: str, target: str, target_kind: str,
         kinds.setdefault(operator_kind(item[1]["name"]), []).append(item)
     order = []  # round-robin over operator kinds, heaviest kind and task first
     queues = sorted(kinds.values(), key=lambda q: -q[0][1]["load"])
-    while any(queues) and len(order) * PER_TASK < candidates:
+    while any(queues) and (len(order) + 1) * PER_TASK <= candidates:
         for queue in queues:
-            if queue and len(order) * PER_TASK < candidates:
+            if queue and (len(order) + 1) * PER_TASK <= candidates:
                 order.append(queue.pop(0))
     chosen = []
     for task_id, _, source, measured in order:

@@ -34,32 +34,48 @@ def profile_hash(profile: HardwareProfile) -> str:
 
 
 def best_model(store: Store, hardware: str) -> str | None:
-    """The registered model to tune `hardware` with: the best held-out top-1 peak score among
-    models trained or fine-tuned on this profile's data, else among all models (they take
+    """The registered model to tune `hardware` with: the best top-1 measured on this profile's
+    held-out tasks (`model_evaluations`, written by transfer and onboard), else the best held-out
+    top-1 among models trained on this profile's data, else among all models (they take
     hardware features as inputs); None when nothing is registered."""
     rows = store.query(
-        "SELECT model_id, list_contains(CAST(data_spec_json->'$.hardware' AS VARCHAR[]), ?) "
-        "AS knows_it FROM models WHERE data_spec_json->>'$.extractor' = ? "
-        "ORDER BY knows_it DESC, TRY_CAST(metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, "
-        "created_at DESC LIMIT 1", [hardware, FEATURE_EXTRACTOR])
+        "WITH here AS (SELECT model_id, arg_max(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), "
+        "evaluated_at) AS top1_here FROM model_evaluations WHERE hardware = ? GROUP BY 1) "
+        "SELECT m.model_id FROM models m LEFT JOIN here USING (model_id) "
+        "WHERE m.data_spec_json->>'$.extractor' = ? ORDER BY here.top1_here DESC NULLS LAST, "
+        "list_contains(CAST(m.data_spec_json->'$.hardware' AS VARCHAR[]), ?) DESC, "
+        "TRY_CAST(m.metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, m.created_at DESC "
+        "LIMIT 1", [hardware, FEATURE_EXTRACTOR, hardware])
     return rows[0][0] if rows else None
 
 
-def explain_choice(row: dict[str, Any], hardware: str, asked: bool) -> str:
-    """Why this model tunes `hardware`, and a warning when it never saw that profile's data."""
+def measured_here(store: Store, model_id: str, hardware: str) -> float | None:
+    """The newest measured top-1 of `model_id` on `hardware`'s held-out tasks."""
+    return store.scalar("SELECT TRY_CAST(metrics_json->>'peak1' AS DOUBLE) FROM "
+                        "model_evaluations WHERE model_id = ? AND hardware = ? ORDER BY "
+                        "evaluated_at DESC LIMIT 1", [model_id, hardware])
+
+
+def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
+                   top1_here: float | None = None) -> str:
+    """Why this model tunes `hardware`, and a warning when it never saw that profile's data
+    and was never measured on it."""
     spec = json.loads(row["data_spec_json"])
     trained_on = list(spec.get("hardware") or [])
     top1 = json.loads(row["metrics_json"] or "{}").get("peak1")
     why = ("as asked" if asked else
+           f"the best top-1 measured on {hardware}'s held-out tasks ({top1_here:.3f})"
+           if top1_here is not None else
            f"the best held-out top-1 ({top1:.3f})" if isinstance(top1, (int, float)) else
            "the newest registered model (no held-out score)")
+    head = f"cost model {row['model_id']} ({row['kind']}): {why}"
     if hardware in trained_on:
-        return (f"cost model {row['model_id']} ({row['kind']}): {why}, among models trained on "
-                f"{hardware}'s data")
-    return (f"cost model {row['model_id']} ({row['kind']}): {why}; WARNING: it has never seen "
-            f"{hardware}'s data (trained on {', '.join(trained_on) or 'nothing recorded'}) and "
-            f"ranks from hardware features alone; `tenforge onboard --hardware {hardware}` "
-            "fine-tunes one to it")
+        return f"{head}; trained on {hardware}'s data"
+    if top1_here is not None:
+        return f"{head}; trained on {', '.join(trained_on)}, measured here"
+    return (f"{head}; WARNING: it has never seen {hardware}'s data (trained on "
+            f"{', '.join(trained_on) or 'nothing recorded'}) and ranks from hardware features "
+            f"alone; `tenforge onboard --hardware {hardware}` measures and adapts one here")
 
 
 def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile) -> None:
@@ -103,6 +119,10 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if not 0 < flops_share <= 1:
         raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
     path = str(prepare_db_path(db or default_db()))
+    if scheduler == "instant" and cost_model == BASELINE:
+        raise TenforgeError(f"the instant scheduler ranks candidates with a learned model; "
+                            f"{BASELINE} starts untrained: name a registered model or leave "
+                            "--cost-model out")
     model_path = None
     choice = (f"cost model {BASELINE}: as asked" if cost_model == BASELINE else
               f"cost model {BASELINE}: no registered model (train one with `tenforge search` "
@@ -123,8 +143,13 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                         raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
                                             "missing; retrain it or pick another model")
                     load_model(model_path)  # a damaged artifact is refused here, not mid-run
-                    choice = explain_choice(row, profile.name, asked=cost_model is not None)
+                    choice = explain_choice(row, profile.name, asked=cost_model is not None,
+                                            top1_here=measured_here(store, chosen,
+                                                                    profile.name))
             cost_model = chosen
+    if scheduler == "instant" and model_path is None:
+        raise TenforgeError("the instant scheduler needs a learned model and this store has "
+                            "none: `tenforge onboard` (or search / pretrain) first")
     return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
             "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,
             "scheduler": scheduler, "flops_share": flops_share, "batch_size": batch_size,

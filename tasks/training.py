@@ -212,6 +212,10 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
         f"{before['peak1']:.4f})")
     out = {**out, "samples": len(chosen), "test_tasks": int(len(set(test.group.tolist()))),
            "parent_test": _finite(before)}
+    with Store(db) as store, store.transaction():  # both, measured on the same held-out tasks
+        for model_id, scores in ((parent_model_id, before), (out["model_id"], metrics)):
+            store.record_evaluation(model_id, hardware, _finite(scores), out["test_tasks"],
+                                    asdict(split_s), flow_run_id)
     if baseline:  # the same samples, from scratch, scored on the same held-out tasks
         from models.registry import create_model
 

@@ -37,8 +37,9 @@ from tasks.schedulers import create_scheduler
 from tenforge.errors import TenforgeError
 from tenforge.progress import bar
 
-Scheduler = Literal["gradient", "round-robin", "gain", "dual"]
+Scheduler = Literal["gradient", "round-robin", "gain", "dual", "instant"]
 SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
+SEARCH_SCHEDULERS = tuple(s for s in SCHEDULERS if s != "instant")  # instant: no search
 
 
 @dataclass(frozen=True)
@@ -318,11 +319,14 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                  trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  constraints: bool = True, report: Callable[[str], None] = print,
-                 on_trials: Callable[[int], None] | None = None) -> TuningResult:
+                 on_trials: Callable[[int], None] | None = None,
+                 instant_top: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns.
-    `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured)."""
+    `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
+    Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
+    over the tasks) out of `population` ranked by the model (tasks.instant)."""
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
     from tasks.tvm_env import load_tvm, structural_hash_hex
@@ -348,25 +352,26 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
            f">= {flops_share:.0%} of FLOPs x occurrences")
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
                     report=report, on_trials=on_trials, budget=trials)
-    rules = rules_for(profile) if constraints else []
-    contexts, log.context_task = tune_contexts(
-        [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
-        per_design_space=scheduler == "dual", on_reject=log.note_rejection)
-    log.context_best = [math.inf] * len(contexts)
-    log.context_trials = [0] * len(contexts)
+    instant = scheduler == "instant"
+    rules = rules_for(profile) if constraints and not instant else []
+    contexts: list[Any] = []
+    if not instant:
+        contexts, log.context_task = tune_contexts(
+            [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
+            per_design_space=scheduler == "dual", on_reject=log.note_rejection)
+        log.context_best = [math.inf] * len(contexts)
+        log.context_trials = [0] * len(contexts)
     if len(contexts) > len(chosen):
         report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
     if rules:
         report("resource-constraint rules: " + ", ".join(map(str, rules)))
     if trials_per_iter is None:  # every context gets at least two rounds of the budget
-        trials_per_iter = max(4, min(64, trials // (2 * len(contexts))))
-    if cost_model == "xgb":
-        model: Any = "xgb"
-    else:
+        trials_per_iter = max(4, min(64, trials // (2 * max(len(contexts), 1))))
+    model: Any = "xgb"
+    if cost_model != "xgb" and not instant:
         from models.ms_adapter import learned_cost_model
 
         model = learned_cost_model(cost_model, profile)
-    task_scheduler = create_scheduler(scheduler, log, seed)
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
@@ -374,16 +379,26 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
         with stop_on_signals(log):
-            ms.tune_tasks(tasks=contexts,
-                          task_weights=[log.task_weights[t] for t in log.context_task],
-                          work_dir=str(work_dir),
-                          max_trials_global=trials, num_trials_per_iter=trials_per_iter,
-                          builder=ms_builder(measurer), runner=ms_runner(measurer),
-                          database=database, cost_model=model,
-                          measure_callbacks=[
-                              *ms.measure_callback.MeasureCallback.create("default"),
-                              _recorder(log)],
-                          task_scheduler=task_scheduler)
+            if instant:
+                from tasks.instant import instant_tune, measure_top_for
+
+                top = instant_top or measure_top_for(trials, len(chosen))
+                log.budget = top * len(chosen)  # what it plans to measure
+                report(f"instant: per task, rank {population} sampled candidates with the "
+                       f"model and measure the top {top}")
+                instant_tune(extracted, chosen, profile, database, cost_model, log, measurer,
+                             samples=population, measure_top=top, seed=seed, report=report)
+            else:
+                ms.tune_tasks(tasks=contexts,
+                              task_weights=[log.task_weights[t] for t in log.context_task],
+                              work_dir=str(work_dir),
+                              max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                              builder=ms_builder(measurer), runner=ms_runner(measurer),
+                              database=database, cost_model=model,
+                              measure_callbacks=[
+                                  *ms.measure_callback.MeasureCallback.create("default"),
+                                  _recorder(log)],
+                              task_scheduler=create_scheduler(scheduler, log, seed))
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
                f"{time.monotonic() - log.started:.0f} s; compiling with the best schedules "
                "found")

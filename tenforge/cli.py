@@ -274,11 +274,11 @@ def cmd_retune(args: argparse.Namespace) -> int:
 def cmd_onboard(args: argparse.Namespace) -> int:
     from tasks.onboard import validate_onboard
 
-    validate_onboard(args.db, args.hardware, args.candidates, args.parent)
+    validate_onboard(args.db, args.hardware, args.candidates, args.parent, args.strategy)
     from flows.onboard import onboard
 
     onboard(hardware=args.hardware, candidates=args.candidates, parent=args.parent,
-            family=args.family, seed=args.seed, db=args.db)
+            family=args.family, strategy=args.strategy, seed=args.seed, db=args.db)
     return 0
 
 
@@ -405,6 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "the newest one that never saw this profile)")
     p.add_argument("--family", default="xgb",
                    help="family to pre-train when the store has no pre-trained model")
+    p.add_argument("--strategy", default="residual",
+                   choices=["full", "head", "residual", "multi_head"],
+                   help="fine-tuning strategy (residual: frozen model + a small model of its "
+                        "errors)")
     p.add_argument("--seed", type=int, default=0)
     db_option(p)
     p.set_defaults(func=cmd_onboard)
@@ -512,7 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "registered model for this hardware)")
     p.add_argument("--scheduler", default="gradient", choices=SCHEDULERS,
                    help="task scheduler: gradient (MetaSchedule's), round-robin, gain "
-                        "(tenforge's expected gain), dual (gain per task and design space)")
+                        "(tenforge's expected gain), dual (gain per task and design space), "
+                        "instant (no search: per task rank --population sampled candidates "
+                        "with the learned model, measure the top trials/tasks)")
     p.add_argument("--flops-share", type=float, default=0.9,
                    help="tune the tasks that carry this share of FLOPs x occurrences")
     p.add_argument("--population", type=_positive, default=256,

@@ -63,6 +63,12 @@ def test_onboard_prints_the_three_way_table(store, tmp_path):
                               "AND c.source = 'calibration'", [name])
     assert calibrated == summary["measured"] == 60 and summary["calibration_tasks"] == 5
     assert child["parent_model_id"] == summary["parent"]
+    assert child["kind"] == "residual"  # the default strategy
+    with Store(store, read_only=True) as s:  # both measured here, on the same held-out tasks
+        evaluated = dict(s.query("SELECT model_id, TRY_CAST(metrics_json->>'peak1' AS DOUBLE) "
+                                 "FROM model_evaluations WHERE hardware = ?", [name]))
+    assert set(evaluated) == {summary["parent"], summary["model_id"]}
+    assert evaluated[summary["retune_uses"]] == max(evaluated.values())
     assert name in json.loads(child["data_spec_json"])["hardware"]
     for key in ("pretrained", "fine_tuned", "from_scratch"):
         assert 0 < summary[key]["peak1"] <= 1

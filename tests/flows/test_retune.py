@@ -104,6 +104,8 @@ def test_a_model_for_other_features_is_refused(store_with_model):
     ([*RETUNE, "--minutes", "-1"], "minutes must be positive"),
     ([*RETUNE, "--flops-share", "1.5"], "flops share must be in (0, 1]"),
     ([*RETUNE, "--cost-model", "no-such-model"], "no model 'no-such-model'"),
+    ([*RETUNE, "--scheduler", "instant", "--cost-model", "metaschedule-xgb"],
+     "the instant scheduler ranks candidates with a learned model"),
 ])
 def test_bad_retune_requests(store_with_model, args, message):
     db, _ = store_with_model
@@ -171,3 +173,20 @@ def test_sigterm_ends_the_search_and_keeps_what_it_measured(store_with_model):
     assert newest["stop_reason"] == "interrupt" and 0 < newest["trials"] < 400
     assert newest["tuned_functions"] >= 1 and newest["tuned_latency_s"] > 0
     assert time.monotonic() - sent < 300  # promptly: one batch, then compile and time
+
+
+@pytest.mark.slow
+def test_instant_tuning_gives_every_tuned_task_a_model_chosen_schedule(store_with_model):
+    """No search: per task, rank sampled candidates with the model, measure the top few."""
+    db, model_id = store_with_model
+    result = run_cli(*RETUNE, "--scheduler", "instant", "--trials", "16", "--flops-share", "1.0",
+                     "--force", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "instant: per task, rank 32 sampled candidates with the model and measure the top 4" \
+        in result.stdout + result.stderr
+    newest = _tuning_rows(db)[-1]
+    assert newest["scheduler"] == "instant" and newest["cost_model"] == model_id
+    assert newest["trials"] == 16 and newest["tasks_tuned"] == 4 and newest["stop_reason"] == \
+        "trials"
+    assert newest["tuned_functions"] == 4  # every tuned task's schedule reached the build
+    assert newest["tuned_latency_s"] < newest["untuned_latency_s"]

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from tasks.schedulers import expected_gain, gradient_pick
-from tasks.tuning import SCHEDULERS, TaskShare, TuningLog, select_tasks
+from tasks.tuning import SEARCH_SCHEDULERS, TaskShare, TuningLog, select_tasks
 from tenforge.errors import TenforgeError
 
 TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
@@ -110,7 +110,7 @@ def test_gradient_pick_is_metaschedules_rule():
 
 
 @pytest.mark.parametrize("n_tasks", [25, 51])  # resnet18's and mobilenet_v2's task counts
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("scheduler", SEARCH_SCHEDULERS)
 def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tasks, tmp_path):
     """Real MetaSchedule search and schedulers, faked measuring (tests/tasks/ms_doubles.py).
     The deadline falls inside the first pass over the tasks: MetaSchedule's own gradient
