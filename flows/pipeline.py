@@ -2,8 +2,9 @@
 ephemeral API): load the shipped seed dataset into an empty store, collect on two small networks,
 run a small cost-model search on everything the store holds, pre-train the winner's
 configuration on the seed's profiles and adapt it to the local one (onboarding it when this
-store had no data of it: calibration set, fine-tuning, three-way accuracy table), retune a small network
-with MetaSchedule's own cost model and with the fine-tuned one, then show what is there."""
+store had no data of it: calibration set, fine-tuning, three-way accuracy table), retune a
+small network with MetaSchedule's own cost model and with the learned one, then show what is
+there."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
                    time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=db_path)
     adapted = _pretrain_and_adapt(db_path, hardware, found["model_id"], seed,
                                   calibration_candidates if new_hardware else None)
-    learned = (adapted or found)["model_id"]
+    # onboard measured which model ranks this profile best (the fine-tuned one or its parent)
+    learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
     tuned = {model: retune(network=retune_network, hardware=hardware, trials=retune_trials,
                            cost_model=model, population=64, seed=seed, db=db_path)
              for model in ("metaschedule-xgb", learned)}

@@ -330,17 +330,22 @@ def all_profiles() -> dict[str, HardwareProfile]:
 
 
 # Names that mean "this machine", whatever its CPU: tests, deployments and users write these
-# instead of a CPU's profile name. Index into detect_local_profiles().
-ALIASES = {"local": 0, "local-1t": 1}
+# instead of a CPU's profile name. local: native ISA, all cores; local-1t: native ISA, one
+# thread (the first one-thread profile detected: the native one comes before x86-64-v2).
+ALIASES = ("local", "local-1t")
+
+
+def _aliased(name: str) -> HardwareProfile:
+    detected = detect_local_profiles()
+    if name == "local":
+        return detected[0]
+    return next(p for p in detected if p.num_threads == 1)
 
 
 def profile_name(name: str) -> str:
     """An alias resolved to this machine's profile name; any other name as given (data in a
     store may come from machines this one has never seen)."""
-    if name in ALIASES:
-        detected = detect_local_profiles()
-        return detected[min(ALIASES[name], len(detected) - 1)].name
-    return name
+    return _aliased(name).name if name in ALIASES else name
 
 
 def profile_names(names: list[str] | None) -> list[str] | None:
@@ -351,8 +356,7 @@ def resolve_profile(name: str) -> HardwareProfile:
     """The profile called `name` (`local` = this machine's native CPU profile on all cores,
     `local-1t` = the same on one core)."""
     if name in ALIASES:
-        detected = detect_local_profiles()
-        return detected[min(ALIASES[name], len(detected) - 1)]
+        return _aliased(name)
     profiles = all_profiles()
     if name not in profiles:
         raise TenforgeError(f"unknown hardware profile {name!r}; known here: "

@@ -92,7 +92,7 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     from tasks.constraints import isa_family
     from tasks.hardware import ALIASES, all_profiles, profile_name
 
-    aliases = {profile_name(a): a for a in reversed(list(ALIASES))}
+    aliases = {profile_name(a): a for a in reversed(ALIASES)}
     rows = [((f"{aliases[p.name]} = " if p.name in aliases else "") + p.name, p.target_kind,
              isa_family(p.target_kind, p.features), p.runner_kind, p.num_threads,
              p.description) for p in all_profiles().values()]
