@@ -184,14 +184,56 @@ def network_hash(network: str, batch_size: int, input_size: int) -> str:
     return structural_hash_hex(import_to_relax(network, batch_size, input_size))
 
 
+MS_DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+
+
+def unfinished_database(db: str, spec: dict[str, Any], tuning_id: str) -> Path | None:
+    """The tuning database of the newest retune of the same network, size and profile that
+    never finished (killed, or failed after measuring), if it measured anything."""
+    with Store(db, read_only=True) as store:
+        runs = [r for (r,) in store.query(
+            "SELECT run_id FROM runs WHERE flow = 'retune' AND status <> 'completed' AND "
+            "run_id <> ? AND hardware = ? AND json_extract_string(parameters_json, 'network') "
+            "= ? AND TRY_CAST(json_extract_string(parameters_json, 'batch_size') AS INTEGER) "
+            "= ? AND run_id NOT IN "
+            "(SELECT tuning_id FROM tuning_runs) ORDER BY started_at DESC",
+            [tuning_id, spec["hardware"], spec["network"], spec["batch_size"]])]
+    for run_id in runs:
+        folder = tuning_dir(db) / run_id
+        records = folder / MS_DATABASE_FILES[1]
+        if records.exists() and records.stat().st_size > 0:
+            return folder
+    return None
+
+
+def resume_from(db: str, spec: dict[str, Any], tuning_id: str, work_dir: Path,
+                report: Callable[[str], None]) -> str | None:
+    """Start `work_dir` with what a killed retune of the same network and profile measured:
+    MetaSchedule's search then starts from those records (its initial population takes the
+    best of them) and never measures them again, and the build uses them. Returns its id."""
+    import shutil
+
+    found = unfinished_database(db, spec, tuning_id)
+    if found is None:
+        return None
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for name in MS_DATABASE_FILES:
+        shutil.copyfile(found / name, work_dir / name)
+    records = sum(1 for _ in open(work_dir / MS_DATABASE_FILES[1]))
+    report(f"resuming from {records} measured candidates of unfinished retune {found.name}")
+    return found.name
+
+
 def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], None] = print,
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Tune, then record the run and its curve in one transaction; returns the summary."""
+    """Tune (resuming what a killed retune of the same request measured), then record the run
+    and its curve in one transaction; returns the summary."""
     from tasks.tuning import tune_network
     from tasks.tvm_env import tvm_version
 
     profile = resolve_profile(spec["hardware"])
     work_dir = tuning_dir(spec["db"]) / tuning_id
+    resumed = resume_from(spec["db"], spec, tuning_id, work_dir, report)
     result = tune_network(spec["network"], profile, work_dir, spec["trials"],
                           minutes=spec["minutes"],
                           cost_model=spec["model_path"] or "xgb", scheduler=spec["scheduler"],
@@ -230,4 +272,4 @@ def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], Non
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
-            "database_dir": str(work_dir)}
+            "resumed_from": resumed, "database_dir": str(work_dir)}

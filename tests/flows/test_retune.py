@@ -190,3 +190,39 @@ def test_instant_tuning_gives_every_tuned_task_a_model_chosen_schedule(store_wit
         "trials"
     assert newest["tuned_functions"] == 4  # every tuned task's schedule reached the build
     assert newest["tuned_latency_s"] < newest["untuned_latency_s"]
+
+
+@pytest.mark.slow
+def test_a_killed_retune_resumes_from_its_tuning_database(store_with_model):
+    """SIGKILL (nothing gets to clean up) mid-search, then the same request again: it starts
+    from what the killed run measured, and its database and build hold those records."""
+    import os
+    import signal
+
+    from tests.conftest import ROOT
+
+    db, _ = store_with_model
+    args = [sys.executable, "-m", "tenforge.cli", *RETUNE, "--cost-model", "metaschedule-xgb",
+            "--force", "--db", db]
+    proc = subprocess.Popen([*args, "--trials", "400"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if "tuned " in line and " trials in " in line:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    with Store(db, read_only=True) as store:
+        killed = store.scalar("SELECT run_id FROM runs WHERE flow = 'retune' AND status = "
+                              "'running' ORDER BY started_at DESC LIMIT 1")
+    records = Path(db).parent / "tuning" / killed / "database_tuning_record.json"
+    measured = len(records.read_text().splitlines())
+    assert measured >= 1
+    again = subprocess.run([*args, "--trials", "8"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out[-3000:]
+    assert f"resuming from {measured} measured candidates of unfinished retune {killed}" in out
+    newest = _tuning_rows(db)[-1]
+    resumed = Path(newest["database_dir"]) / "database_tuning_record.json"
+    assert len(resumed.read_text().splitlines()) >= measured + newest["trials"]
+    assert newest["tuned_functions"] >= 1
