@@ -46,11 +46,11 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
             (`onboard`) with a calibration set of this size.
     """
     from tasks.hardware import resolve_profile
-    from tasks.onboard import calibration_exists
+    from tasks.onboard import has_measurements
 
     db_path = str(prepare_db_path(db or default_db()))
     seeded = load_seed_if_empty(db_path)
-    new_hardware = not calibration_exists(db_path, resolve_profile(hardware).name)
+    new_hardware = not has_measurements(db_path, resolve_profile(hardware).name)
     summary = collect(hardware=hardware, networks=networks,
                       candidates_per_task=candidates_per_task, seed=seed, db=db_path)
     found = search(families=["xgb", "mlp"], trials=search_trials,

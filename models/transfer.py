@@ -126,12 +126,18 @@ def check_transferable(parent: CostModel, target: Dataset) -> None:
                             f"{target.hardware_features.shape[1]}")
 
 
-def fine_tune(parent_path: str | Path, strategy: str, train: Dataset,
-              valid: Dataset | None = None, seed: int = 0) -> tuple[CostModel, dict[str, Any]]:
-    """A new model: the parent at `parent_path` adapted to `train` with `strategy`."""
+def check_strategy_name(strategy: str) -> None:
+    """Refuse a strategy that does not exist (fine_tune, and the transfer and onboard
+    requests before any work)."""
     if strategy not in STRATEGIES:
         raise TenforgeError(f"unknown transfer strategy {strategy!r}; choose one of "
                             f"{', '.join(STRATEGIES)}")
+
+
+def fine_tune(parent_path: str | Path, strategy: str, train: Dataset,
+              valid: Dataset | None = None, seed: int = 0) -> tuple[CostModel, dict[str, Any]]:
+    """A new model: the parent at `parent_path` adapted to `train` with `strategy`."""
+    check_strategy_name(strategy)
     parent = load_model(parent_path)
     if not parent.trained:
         raise TenforgeError(f"the parent model at {parent_path} is not trained")

@@ -328,6 +328,15 @@ class Store:
                          [model_id, hardware, json.dumps(metrics, sort_keys=True), test_tasks,
                           json.dumps(split, sort_keys=True) if split else None, flow_run_id])
 
+    def newest_pretrained(self, unseen_by: str | None = None) -> str | None:
+        """The newest model a pretrain run registered (only those whose training data never
+        included hardware `unseen_by`, when given)."""
+        return self.scalar(
+            "SELECT m.model_id FROM models m JOIN runs r ON r.run_id = m.flow_run_id "
+            "WHERE r.flow = 'pretrain' AND (? IS NULL OR NOT list_contains("
+            "CAST(m.data_spec_json->'$.hardware' AS VARCHAR[]), ?)) "
+            "ORDER BY m.created_at DESC LIMIT 1", [unseen_by, unseen_by])
+
     def model_row(self, model_id: str) -> dict[str, Any]:
         cur = self.con.execute("SELECT * FROM models WHERE model_id = ?", [model_id])
         row = cur.fetchone()

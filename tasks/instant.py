@@ -22,26 +22,28 @@ import numpy as np
 from tasks.hardware import HardwareProfile
 
 
-def _commit(database: Any, task_mod: Any, mod_json: str, profile: HardwareProfile,
-            trace_json: str, run_secs: list[float] | None) -> None:
-    """One measured candidate as a MetaSchedule tuning record (failed: run_secs 1e10)."""
+def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, Any]]) -> None:
+    """A task's measured candidates, (trace JSON, MeasureResult), as MetaSchedule tuning
+    records (a failed one with run_secs 1e10, as MetaSchedule writes them)."""
     from tvm import s_tir
     from tvm.s_tir import meta_schedule as ms
 
-    sch = s_tir.Schedule(task_mod)
-    s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
     workload = database.commit_workload(task_mod)
-    database.commit_tuning_record(ms.database.TuningRecord(
-        sch.trace, workload, run_secs=[float(s) for s in run_secs] if run_secs else [1e10],
-        target=profile.tvm_target(),
-        args_info=ms.arg_info.ArgInfo.from_prim_func(task_mod["main"])))
+    args_info = ms.arg_info.ArgInfo.from_prim_func(task_mod["main"])
+    for trace_json, result in results:
+        sch = s_tir.Schedule(task_mod)
+        s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
+        run_secs = [1e10] if result.error_kind else [float(s) for s in result.run_secs]
+        database.commit_tuning_record(ms.database.TuningRecord(
+            sch.trace, workload, run_secs=run_secs, target=target, args_info=args_info))
 
 
-def instant_tune(extracted: list[Any], chosen: list[int], profile: HardwareProfile,
-                 database: Any, model_path: str, log: Any, measurer: Any, samples: int,
-                 measure_top: int, seed: int, report: Callable[[str], None] = print) -> None:
-    """Tune the `chosen` tasks of `extracted` instantly into `database`; `log` (a TuningLog)
-    gets every measured batch, as the search's callback would feed it."""
+def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
+                 profile: HardwareProfile, database: Any, model_path: str, log: Any,
+                 measurer: Any, samples: int, measure_top: int, seed: int,
+                 report: Callable[[str], None] = print) -> None:
+    """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
+    (a TuningLog) gets every measured batch, as the search's callback would feed it."""
     from models.dataset import dataset_from_features
     from models.registry import load_model
     from tasks.measure import MeasureJob
@@ -49,11 +51,11 @@ def instant_tune(extracted: list[Any], chosen: list[int], profile: HardwareProfi
     from tasks.tvm_env import load_tvm
 
     tvm = load_tvm(profile.target)
-    from tvm.s_tir import analysis
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
     model = load_model(model_path)
     hardware = np.array(profile.feature_vector(), np.float32)
+    target = profile.tvm_target()
     next_id = 0  # unique per run: a worker loads each artifact path once (dlopen caches it)
     for context, index in enumerate(chosen):
         if log.should_stop():
@@ -69,13 +71,11 @@ def instant_tune(extracted: list[Any], chosen: list[int], profile: HardwareProfi
         scores = model.predict(dataset_from_features([c.features for c in candidates],
                                                      profile.name, hardware))
         top = [candidates[i] for i in np.argsort(-scores, kind="stable")[:measure_top]]
-        flops = float(analysis.estimate_tir_flops(task_mod))
         results = measurer.measure([MeasureJob(next_id + i, shash2hex(task_mod), mod_json,
-                                               c.trace_json, flops) for i, c in enumerate(top)])
+                                               c.trace_json, flops[context])
+                                    for i, c in enumerate(top)])
         next_id += len(top)
-        for candidate, result in zip(top, results):
-            _commit(database, task_mod, mod_json, profile, candidate.trace_json,
-                    None if result.error_kind else list(result.run_secs))
+        _commit(database, task_mod, target, [(c.trace_json, r) for c, r in zip(top, results)])
         log.add(context, [None if r.error_kind else list(r.run_secs) for r in results])
         failed = [r.error_kind for r in results if r.error_kind]
         report(f"{task.task_name}: ranked {len(candidates)} candidates, measured the top "

@@ -55,12 +55,10 @@ def operator_kind(task_name: str) -> str:
 def validate_onboard(db: str | None, hardware: str, candidates: int,
                      parent: str | None, strategy: str = "residual") -> dict[str, Any]:
     """Cheap checks before any work; returns the resolved request."""
-    from models.transfer import STRATEGIES
+    from models.transfer import check_strategy_name
     from tasks.collect import check_positive_ints, default_db, prepare_db_path
 
-    if strategy not in STRATEGIES:
-        raise TenforgeError(f"unknown transfer strategy {strategy!r}; choose one of "
-                            f"{', '.join(STRATEGIES)}")
+    check_strategy_name(strategy)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     check_positive_ints(candidates=candidates)
@@ -154,10 +152,7 @@ def stage_calibration(db: str, hardware: str, chosen: list[dict[str, Any]]) -> l
 def default_parent(db: str, target: str) -> str | None:
     """The newest pre-trained model that never saw the target's data (None: there is none)."""
     with Store(db, read_only=True) as store:
-        return store.scalar(
-            "SELECT m.model_id FROM models m JOIN runs r ON r.run_id = m.flow_run_id "
-            "WHERE r.flow = 'pretrain' AND NOT list_contains(CAST(m.data_spec_json->'$.hardware'"
-            " AS VARCHAR[]), ?) ORDER BY m.created_at DESC LIMIT 1", [target])
+        return store.newest_pretrained(unseen_by=target)
 
 
 def source_profiles(db: str, target: str) -> list[str]:
@@ -182,7 +177,7 @@ def accuracy_table(result: dict[str, Any], markdown: bool = False) -> str:
     return (markdown_table if markdown else format_table)(header, rows)
 
 
-def calibration_exists(db: str, hardware: str) -> bool:
+def has_measurements(db: str, hardware: str) -> bool:
     """Does the store hold measurements of this profile already?"""
     if not Path(db).exists():
         return False

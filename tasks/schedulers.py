@@ -41,7 +41,7 @@ def expected_gain(log: Any, context: int, rounds: list[float], window: int = 2,
     behind its task's best by more than it improves keeps a small exploration gain that fades
     with the turns it already had. With one context per task this is weight x best x r."""
     now = rounds[-1]
-    weight = log.task_weights[log.context_task[context]]
+    weight = log.context_weight(context)
     task_best = log.best[log.context_task[context]]
     if math.isinf(now):  # nothing valid yet: a first chance is worth anything
         if len(rounds) < 2:

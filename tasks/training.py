@@ -316,24 +316,21 @@ def target_pool(data: Dataset, seed: int) -> "np.ndarray":
 def validate_transfer(db: str | None, parent: str | None, hardware: str, samples: int | None,
                       strategy: str, networks: list[str] | None, seed: int = 0
                       ) -> dict[str, Any]:
-    from models.transfer import STRATEGIES
     from tasks.collect import default_db, prepare_db_path
     from tasks.hardware import profile_name
 
     path = str(prepare_db_path(db or default_db()))
     if not Path(path).exists():
         raise TenforgeError(f"store {path} does not exist")
-    if strategy not in STRATEGIES:
-        raise TenforgeError(f"unknown transfer strategy {strategy!r}; choose one of "
-                            f"{', '.join(STRATEGIES)}")
+    from models.transfer import check_strategy_name
+
+    check_strategy_name(strategy)
     if samples is not None and samples < 1:
         raise TenforgeError(f"samples must be a positive number (or omitted for all), got "
                             f"{samples}")
     with Store(path, read_only=True) as store:
         if parent is None:  # the newest pre-trained model (scheduled transfers use this)
-            parent = store.scalar("SELECT m.model_id FROM models m JOIN runs r ON r.run_id = "
-                                  "m.flow_run_id WHERE r.flow = 'pretrain' ORDER BY "
-                                  "m.created_at DESC LIMIT 1")
+            parent = store.newest_pretrained()
             if parent is None:
                 raise TenforgeError(f"no pre-trained model in {path}; run `tenforge pretrain` "
                                     "first or name a parent model")

@@ -13,9 +13,10 @@ it also contains the untuned tasks, the Relax VM's overhead and memory traffic b
 functions, so it is larger than the estimate; the result reports both.
 
 Schedulers (tasks.schedulers): "gradient" and "round-robin" are MetaSchedule's, ported so they
-can stop at any batch; "gain" and "dual" are tenforge's. A deadline, SIGTERM or Ctrl-C ends the
-search after the batch in flight, and the run still compiles and times what it found. Cost models: "xgb" (MetaSchedule's XGBModel, from scratch) or the path
-of a saved tenforge model (models.ms_adapter).
+can stop at any batch; "gain" and "dual" are tenforge's; "instant" does no search
+(tasks.instant). A deadline, SIGTERM or Ctrl-C ends the search after the batch in flight, and
+the run still compiles and times what it found. Cost models: "xgb" (MetaSchedule's XGBModel,
+from scratch) or the path of a saved tenforge model (models.ms_adapter).
 """
 
 from __future__ import annotations
@@ -108,16 +109,15 @@ class TuningLog:
     stop_reason: str | None = None  # "deadline" or "interrupt" once the search must end
 
     def __post_init__(self) -> None:
-        if self.context_task is None:
-            self.context_task = list(range(len(self.task_names)))
         self.best = [math.inf] * len(self.task_names)
-        self.context_best = [math.inf] * len(self.context_task)
-        self.context_trials = [0] * len(self.context_task)
         self.trials_per_task = [0] * len(self.task_names)
+        self.set_contexts(self.context_task or list(range(len(self.task_names))))
 
-    @property
-    def stopped_by_deadline(self) -> bool:
-        return self.stop_reason == "deadline"
+    def set_contexts(self, context_task: list[int]) -> None:
+        """The contexts MetaSchedule will tune (context -> its task), with nothing measured."""
+        self.context_task = context_task
+        self.context_best = [math.inf] * len(context_task)
+        self.context_trials = [0] * len(context_task)
 
     def context_weight(self, context: int) -> float:
         return self.task_weights[self.context_task[context]]
@@ -356,11 +356,10 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     rules = rules_for(profile) if constraints and not instant else []
     contexts: list[Any] = []
     if not instant:
-        contexts, log.context_task = tune_contexts(
+        contexts, context_task = tune_contexts(
             [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
             per_design_space=scheduler == "dual", on_reject=log.note_rejection)
-        log.context_best = [math.inf] * len(contexts)
-        log.context_trials = [0] * len(contexts)
+        log.set_contexts(context_task)
     if len(contexts) > len(chosen):
         report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
     if rules:
@@ -386,11 +385,13 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                 log.budget = top * len(chosen)  # what it plans to measure
                 report(f"instant: per task, rank {population} sampled candidates with the "
                        f"model and measure the top {top}")
-                instant_tune(extracted, chosen, profile, database, cost_model, log, measurer,
-                             samples=population, measure_top=top, seed=seed, report=report)
+                instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
+                             database, cost_model, log, measurer, samples=population,
+                             measure_top=top, seed=seed, report=report)
             else:
                 ms.tune_tasks(tasks=contexts,
-                              task_weights=[log.task_weights[t] for t in log.context_task],
+                              task_weights=[log.context_weight(c)
+                                            for c in range(len(contexts))],
                               work_dir=str(work_dir),
                               max_trials_global=trials, num_trials_per_iter=trials_per_iter,
                               builder=ms_builder(measurer), runner=ms_runner(measurer),
@@ -399,10 +400,9 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
                                   *ms.measure_callback.MeasureCallback.create("default"),
                                   _recorder(log)],
                               task_scheduler=create_scheduler(scheduler, log, seed))
-        report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
-               f"{time.monotonic() - log.started:.0f} s; compiling with the best schedules "
-               "found")
         search_s = time.monotonic() - log.started
+        report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
+               f"{search_s:.0f} s; compiling with the best schedules found")
         try:
             tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
         except (RuntimeError, WorkerFailure) as exc:

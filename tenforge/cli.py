@@ -41,6 +41,11 @@ def bootstrap() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+# models.transfer.STRATEGIES, spelled out so `--help` answers without importing torch
+# (tests/models/test_transfer.py keeps the two equal).
+TRANSFER_STRATEGIES = ["full", "head", "residual", "multi_head"]
+
+
 def _networks(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
@@ -59,9 +64,7 @@ def _positive(value: str) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from tasks.collect import prepare_db_path, validate_collect
-
-    from tasks.collect import check_outbox
+    from tasks.collect import check_outbox, prepare_db_path, validate_collect
 
     validate_collect(args.hardware, args.networks, args.candidates, args.batch_size,
                      args.measure_batch)  # before Prefect starts: fast, clean errors
@@ -283,10 +286,9 @@ def cmd_onboard(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from storage.ingest import check_new_shards
     from tasks.collect import prepare_db_path
     from tasks.ingest import default_inbox, validate_sources
-
-    from storage.ingest import check_new_shards
 
     sources = validate_sources(args.sources or default_inbox())
     db = str(prepare_db_path(args.db))
@@ -406,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", default="xgb",
                    help="family to pre-train when the store has no pre-trained model")
     p.add_argument("--strategy", default="residual",
-                   choices=["full", "head", "residual", "multi_head"],
+                   choices=TRANSFER_STRATEGIES,
                    help="fine-tuning strategy (residual: frozen model + a small model of its "
                         "errors)")
     p.add_argument("--seed", type=int, default=0)
@@ -496,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-samples", dest="samples", action="store_const", const=None,
                    help="fine-tune on every target measurement of the training tasks")
     p.add_argument("--strategy", default="full",
-                   choices=["full", "head", "residual", "multi_head"])
+                   choices=TRANSFER_STRATEGIES)
     p.add_argument("--networks", type=_networks, default=None)
     p.add_argument("--seed", type=int, default=0)
     db_option(p)

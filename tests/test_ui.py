@@ -10,12 +10,12 @@ import time
 import pytest
 
 from storage.store import Store
-from tasks.hardware import detect_local_profiles
+from tasks.hardware import profile_name
 
 from tests.service_client import api, wait_for_run
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-DEPLOYMENT = f"collect-{detect_local_profiles()[1].name}"  # the 1-thread profile's pool
+DEPLOYMENT = f"collect-{profile_name('local-1t')}"  # this machine's 1-thread profile's pool
 
 
 @pytest.fixture

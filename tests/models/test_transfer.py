@@ -91,4 +91,7 @@ def test_untrained_parent_is_refused(tmp_path):
 
 
 def test_every_strategy_is_covered():
+    from tenforge.cli import TRANSFER_STRATEGIES
+
     assert set(STRATEGIES) == {"full", "head", "residual", "multi_head"}
+    assert tuple(TRANSFER_STRATEGIES) == STRATEGIES  # the CLI's choices, spelled out
