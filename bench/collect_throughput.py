@@ -55,8 +55,8 @@ def limit_path(profile, jobs: list[MeasureJob]) -> dict:
     """(a): everything in this process, one candidate after another."""
     import json
 
-    from tasks.measure import _random_args
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
+    from tasks.measure.worker import _random_args
 
     tvm = load_tvm("llvm")
     from tvm import s_tir
@@ -98,7 +98,7 @@ def metaschedule_path(profile, jobs: list[MeasureJob], batch: int,
     `build_timeout_s`)."""
     import json
 
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     tvm = load_tvm("llvm")
     from tvm import s_tir

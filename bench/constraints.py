@@ -27,11 +27,11 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from core.tvm_env import load_tvm  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
 from storage.store import Store  # noqa: E402
 from tasks.constraints import first_rejection, isa_family, rules_for_target  # noqa: E402
-from tasks.tvm_env import load_tvm  # noqa: E402
 
 PARITY = {"all": "TRUE", "even": "t.task_id % 2 = 0", "odd": "t.task_id % 2 = 1"}
 

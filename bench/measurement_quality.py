@@ -27,7 +27,8 @@ from tenforge.cli import bootstrap  # noqa: E402
 bootstrap()
 
 from bench.collect_throughput import make_jobs  # noqa: E402
-from tasks.hardware import MeasureSettings, detect_local_profiles  # noqa: E402
+from core.hardware import MeasureSettings
+from tasks.hardware import detect_local_profiles  # noqa: E402
 from tasks.measure import Measurer  # noqa: E402
 
 PROTOCOLS = {

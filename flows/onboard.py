@@ -36,8 +36,14 @@ def onboard(hardware: str = "local", candidates: PositiveInt = 256, parent: str 
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb; the seed dataset is
             loaded into an empty one).
     """
-    from tasks.onboard import (PER_TASK, accuracy_table, default_parent, model_for_tuning,
-                               source_profiles, validate_onboard)
+    from tasks.onboard import (
+        PER_TASK,
+        accuracy_table,
+        default_parent,
+        model_for_tuning,
+        source_profiles,
+        validate_onboard,
+    )
 
     spec = validate_onboard(db, hardware, candidates, parent, strategy)
     db_path, name = spec["db"], spec["hardware"]

@@ -16,8 +16,7 @@ from flows.onboard import onboard
 from flows.retune import retune
 from flows.search import search
 from flows.transfer import pretrain, transfer
-from storage.reports import (measurement_summary, model_leaderboard, store_report,
-                             tuning_comparison)
+from storage.reports import measurement_summary, model_leaderboard, store_report, tuning_comparison
 from tasks.artifacts import publish_markdown
 from tasks.collect import default_db, prepare_db_path
 from tasks.prefect_tasks import load_seed_if_empty

@@ -28,7 +28,7 @@ class MetaScheduleXGBConfig(ModelConfig):
 
 
 def _xgb_model_class():
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     load_tvm("llvm")
     from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig, XGBModel

@@ -29,9 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import FEATURE_DIM, Dataset
-from tenforge.errors import TenforgeError
 
 HW_EMBED = 16
 MAX_STORES = 64  # longer candidates (rare) keep their first 64 stores

@@ -25,9 +25,9 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.dataset import Dataset
-from models.metrics import per_task, peak_score
-from tenforge.errors import TenforgeError
+from models.metrics import peak_score, per_task
 
 ARTIFACT_FORMAT = 1
 META_FILE = "model.json"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
 
 FEATURE_DIM = 164  # MetaSchedule's PerStoreFeature without the workload part
 
@@ -124,46 +124,25 @@ class Dataset:
                 "hardware": list(self.hardware_names), "fingerprint": self.fingerprint()}
 
 
-def _query(spec: DataSpec) -> str:
-    network_filter = ("AND t.task_id IN (SELECT nt.task_id FROM network_tasks nt JOIN networks n "
-                      "USING (network_id) WHERE n.name IN (SELECT unnest($networks)))"
-                      if spec.networks else "")
-    return f"""
-        SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
-               m.mean_latency_s, f.n_stores, f.dim, f."values"
-        FROM measurements m
-        JOIN candidates c USING (candidate_id)
-        JOIN tasks t ON t.task_id = c.task_id
-        JOIN hardware h ON h.hardware_id = c.hardware_id
-        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
-        WHERE h.name IN (SELECT unnest($hardware)) {network_filter}
-        QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
-        ORDER BY h.name, t.workload_hash, c.candidate_id"""
-
-
 def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
     """Build the dataset `spec` names from store `db` (read-only)."""
+    from storage import queries
     from storage.store import Store
 
     with Store(db, read_only=True) as store:
-        stored_hw = dict(store.query("SELECT name, feature_vector FROM hardware"))
+        stored_hw = queries.hardware_vectors(store)
         missing = [h for h in spec.hardware if h not in stored_hw]
         if missing:
             raise TenforgeError(f"hardware {', '.join(missing)} has no data in {db}; stored: "
                                 f"{', '.join(sorted(stored_hw)) or 'none'}")
         if spec.networks:
-            stored_nets = {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
+            stored_nets = queries.network_names(store)
             unknown = [n for n in spec.networks if n not in stored_nets]
             if unknown:
                 raise TenforgeError(f"network {', '.join(unknown)} has no data in {db}; "
                                     f"stored: {', '.join(sorted(stored_nets))}")
-        params = {"hardware": list(spec.hardware), "extractor": spec.extractor}
-        if spec.networks:
-            params["networks"] = list(spec.networks)
-        table = store.con.execute(_query(spec), params).to_arrow_table()
-        links = store.query("SELECT t.workload_hash, n.name, sum(nt.weight) FROM network_tasks nt "
-                            "JOIN tasks t USING (task_id) JOIN networks n USING (network_id) "
-                            "GROUP BY ALL")
+        table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor)
+        links = queries.network_task_weights(store)
     if table.num_rows == 0:
         raise TenforgeError(f"no measured candidates with {spec.extractor} features for "
                             f"hardware {', '.join(spec.hardware)}"

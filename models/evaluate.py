@@ -9,8 +9,15 @@ import numpy as np
 
 from models.base import CostModel
 from models.dataset import Dataset
-from models.metrics import (average_peak_score, network_topk_score, pairwise_accuracy,
-                            peak_score, per_task, rmse, topk_recall)
+from models.metrics import (
+    average_peak_score,
+    network_topk_score,
+    pairwise_accuracy,
+    peak_score,
+    per_task,
+    rmse,
+    topk_recall,
+)
 
 
 def ranking_metrics(data: Dataset, scores: np.ndarray) -> dict[str, float]:

@@ -82,12 +82,12 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
                        strategy: str | None = None):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate)."""
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     load_tvm(profile.target)
+    from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.cost_model import PyCostModel
     from tvm.s_tir.meta_schedule.feature_extractor import PerStoreFeature
-    from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
     logic = LearnedCostModel(load_model(model_path), profile.name,

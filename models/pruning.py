@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.dataset import Dataset
-from tenforge.errors import TenforgeError
 
 
 @dataclass(frozen=True)

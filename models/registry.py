@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.errors import TenforgeError
 from models.base import ARTIFACT_FORMAT, META_FILE, CostModel
-from tenforge.errors import TenforgeError
 
 KINDS: dict[str, str] = {
     "xgb": "models._trees:XGBCostModel",

@@ -22,11 +22,11 @@ from typing import Any, Callable
 
 import optuna
 
+from core.errors import TenforgeError
+from core.procs import pid_alive
 from models.dataset import Dataset
 from models.evaluate import ranking_metrics
 from models.registry import create_model
-from tenforge.errors import TenforgeError
-from tenforge.procs import pid_alive
 
 FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")
 NEURAL = ("mlp", "attention", "bilstm_attention")

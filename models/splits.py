@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.dataset import Dataset
-from tenforge.errors import TenforgeError
 
 SPLITS = ("within_task", "by_task", "by_target", "by_network")
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report
 from models.dataset import Dataset
 from models.registry import load_model
-from tenforge.errors import TenforgeError
 
 STRATEGIES = ("full", "head", "residual", "multi_head")
 

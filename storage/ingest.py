@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import TenforgeError
 from storage.seed import load_shard, read_shard
 from storage.store import Store
-from tenforge.errors import TenforgeError
 
 
 def find_manifests(sources: list[str | Path]) -> list[tuple[Path, Path]]:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import TenforgeError
 from storage.store import Store
-from tenforge.errors import TenforgeError
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
@@ -33,7 +33,7 @@ class _Candidate:  # what Store.insert_candidates needs of an imported record (n
 
 
 def _open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> Any:
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     load_tvm(target)
     from tvm.s_tir import meta_schedule as ms
@@ -64,8 +64,8 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
     from tvm.s_tir import analysis
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
-    from tasks.tvm_env import load_tvm, to_plain_json, tvm_version
-    from tasks.workloads import TaskInfo
+    from core.records import TaskInfo
+    from core.tvm_env import load_tvm, to_plain_json, tvm_version
 
     work = Path(work_dir)
     for name in (WORKLOAD_FILE, RECORD_FILE):
@@ -124,7 +124,7 @@ def _replay(tvm: Any, mod: Any, trace: Any) -> Any:
 
 
 def _result(candidate_id: int, secs: list[float]) -> Any:
-    from tasks.measure import MeasureResult
+    from core.records import MeasureResult
 
     if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
         return MeasureResult(candidate_id, error_kind="run_error",
@@ -135,7 +135,7 @@ def _result(candidate_id: int, secs: list[float]) -> Any:
 
 def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
     """Write `hardware`'s measured candidates from the store as a MetaSchedule JSON database."""
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     work = Path(work_dir)
     if any((work / name).exists() for name in (WORKLOAD_FILE, RECORD_FILE)):
@@ -179,7 +179,7 @@ def records_summary(work_dir: str | Path) -> list[tuple[str, str, tuple[float, .
     """(workload hash, canonical trace JSON, run_secs) of every record: for comparing databases."""
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
-    from tasks.tvm_env import to_plain_json
+    from core.tvm_env import to_plain_json
 
     database = _open_json_database(Path(work_dir), create=False)
     out = []

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.errors import TenforgeError
 from storage.store import Store
-from tenforge.errors import TenforgeError
 
 SEED_DIR = Path(__file__).resolve().parent.parent / "dataset" / "seed"
 SHARD_FORMAT = 1

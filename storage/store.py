@@ -18,7 +18,7 @@ from typing import Any, Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.sql"

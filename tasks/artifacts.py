@@ -76,13 +76,12 @@ def tuning_markdown(db: str, tuning_id: str, network: str, hardware: str) -> str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from storage.queries import tuning_curve_points
     from storage.reports import tuning_comparison
     from storage.store import Store
 
     with Store(db, read_only=True) as store:
-        points = store.query("SELECT trials, wall_s, estimated_latency_s * 1e3 FROM "
-                             "tuning_curve WHERE tuning_id = ? AND estimated_latency_s IS NOT "
-                             "NULL ORDER BY point", [tuning_id])
+        points = tuning_curve_points(store, tuning_id)
     parts = [f"# {network} on {hardware}", tuning_comparison(db, network, hardware,
                                                               markdown=True)]
     if points:

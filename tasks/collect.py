@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from tasks.hardware import PROJECT_ROOT, HardwareProfile, check_runnable_here, resolve_profile
+from core.errors import TenforgeError
+from core.hardware import HardwareProfile
+from core.paths import PROJECT_ROOT
+from core.progress import bar
+from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
-from tenforge.errors import TenforgeError
-from tenforge.progress import bar
 
 DEFAULT_DB = PROJECT_ROOT / "data" / "tenforge.duckdb"
 
@@ -156,8 +158,8 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
                     on_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
     """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
     `on_progress(done, total)` after every candidate."""
+    from core.tvm_env import tvm_version
     from storage.store import Store
-    from tasks.tvm_env import tvm_version
 
     settings = profile.measure
     with Store(db) as store:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from tasks.hardware import HardwareProfile
+from core.hardware import HardwareProfile
 
 FLOAT32_BYTES = 4
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tasks.hardware import PROJECT_ROOT
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
+from core.paths import PROJECT_ROOT
 
 DEFAULT_INBOX = PROJECT_ROOT / "data" / "inbox"
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tasks.hardware import HardwareProfile
+from core.hardware import HardwareProfile
 
 
 def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, Any]]) -> None:
@@ -44,11 +44,11 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  report: Callable[[str], None] = print) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it."""
+    from core.tvm_env import load_tvm
     from models.dataset import dataset_from_features
     from models.registry import load_model
     from tasks.measure import MeasureJob
     from tasks.sampling import sample_candidates
-    from tasks.tvm_env import load_tvm
 
     tvm = load_tvm(profile.target)
     from tvm.s_tir.meta_schedule.utils import shash2hex

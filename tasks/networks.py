@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
 
 # ----------------------------------------------------------------------------- ResNet
 

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import TenforgeError
+from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
-from tenforge.errors import TenforgeError
 
 PER_TASK = 12  # candidates per calibration task: enough pairs to rank, few enough for many tasks
 
@@ -87,15 +88,7 @@ def choose_calibration(db: str, target: str, target_kind: str,
     """The calibration set: [{task_id, source, candidate_ids}] over tasks measured on other
     profiles (see the module docstring for why these)."""
     with Store(db, read_only=True) as store:
-        rows = store.query(
-            "SELECT c.task_id, t.task_name, t.flops * coalesce(max(nt.weight), 1) AS load, "
-            "h.name, c.candidate_id, m.mean_latency_s "
-            "FROM measurements m JOIN candidates c USING (candidate_id) "
-            "JOIN hardware h USING (hardware_id) JOIN tasks t USING (task_id) "
-            "LEFT JOIN network_tasks nt USING (task_id) "
-            "WHERE m.error_kind IS NULL AND h.name <> ? AND h.target_kind = ? "
-            "GROUP BY c.task_id, t.task_name, t.flops, h.name, c.candidate_id, m.mean_latency_s",
-            [target, target_kind])
+        rows = queries.calibration_pool(store, target, target_kind)
     by_task: dict[int, dict[str, Any]] = {}
     for task_id, name, load, source, cand, latency in rows:
         entry = by_task.setdefault(task_id, {"name": name, "load": float(load or 0),
@@ -136,11 +129,7 @@ def stage_calibration(db: str, hardware: str, chosen: list[dict[str, Any]]) -> l
     with Store(db) as store, store.transaction():
         hardware_id = store.upsert_hardware(profile.as_row())
         for pick in chosen:
-            rows = store.query(
-                "SELECT c.schedule_hash, c.trace_json, c.design_space, c.sample_seed, f.n_stores, "
-                "f.dim, f.\"values\" FROM candidates c JOIN features f USING (candidate_id) "
-                "WHERE c.candidate_id IN (SELECT unnest(?)) AND f.extractor = ?",
-                [pick["candidate_ids"], FEATURE_EXTRACTOR])
+            rows = queries.candidate_copies(store, pick["candidate_ids"], FEATURE_EXTRACTOR)
             copies = [StoredCandidate(h, trace, space or 0, seed or 0,
                                       np.asarray(values, np.float32).reshape(n, dim))
                       for h, trace, space, seed, n, dim, values in rows]
@@ -182,6 +171,4 @@ def has_measurements(db: str, hardware: str) -> bool:
     if not Path(db).exists():
         return False
     with Store(db, read_only=True) as store:
-        return bool(store.scalar(
-            "SELECT count(*) FROM measurements m JOIN candidates c USING (candidate_id) JOIN "
-            "hardware h USING (hardware_id) WHERE h.name = ?", [hardware]))
+        return queries.measurement_count(store, hardware) > 0

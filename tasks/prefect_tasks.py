@@ -36,15 +36,16 @@ def measure_candidates(db: str, hardware: str, task_ids: list[int], measure_batc
 def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str | None,
                status: str, summary: dict | None = None) -> None:
     """Start (summary None) or finish a row in the store's `runs` table (provenance)."""
+    from importlib.metadata import version
+
+    from core.tvm_env import tvm_version
     from storage.store import Store
     from tasks.hardware import this_host
-    from tasks.tvm_env import tvm_version
-    from tenforge import __version__
 
     with Store(db) as store:
         if summary is None:
             store.start_run(run_id, flow, parameters, hardware=hardware, host=this_host(),
-                            tvm_version=tvm_version(), tenforge_version=__version__)
+                            tvm_version=tvm_version(), tenforge_version=version("tenforge"))
         else:
             store.finish_run(run_id, status, summary)
 
@@ -53,12 +54,13 @@ def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str 
 def load_seed_if_empty(db: str) -> dict:
     """Load the shipped seed dataset into `db` when it holds no measurements yet (a new user
     can train cost models at once); a store with data is left alone."""
+    from storage.queries import measurement_count
     from storage.seed import SEED_DIR, load_shards
     from storage.store import Store
 
     logger = get_run_logger()
     with Store(db) as store:
-        existing = store.scalar("SELECT count(*) FROM measurements")
+        existing = measurement_count(store)
     if existing:
         logger.info(f"store has {existing} measurements: seed dataset not loaded")
         return {"loaded": False, "existing": existing}

@@ -13,10 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import TenforgeError
+from core.hardware import HardwareProfile
+from storage import queries
 from storage.store import Store
-from tasks.hardware import HardwareProfile, check_runnable_here, resolve_profile
+from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
-from tenforge.errors import TenforgeError
 
 BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
 
@@ -38,22 +40,12 @@ def best_model(store: Store, hardware: str) -> str | None:
     held-out tasks (`model_evaluations`, written by transfer and onboard), else the best held-out
     top-1 among models trained on this profile's data, else among all models (they take
     hardware features as inputs); None when nothing is registered."""
-    rows = store.query(
-        "WITH here AS (SELECT model_id, arg_max(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), "
-        "evaluated_at) AS top1_here FROM model_evaluations WHERE hardware = ? GROUP BY 1) "
-        "SELECT m.model_id FROM models m LEFT JOIN here USING (model_id) "
-        "WHERE m.data_spec_json->>'$.extractor' = ? ORDER BY here.top1_here DESC NULLS LAST, "
-        "list_contains(CAST(m.data_spec_json->'$.hardware' AS VARCHAR[]), ?) DESC, "
-        "TRY_CAST(m.metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, m.created_at DESC "
-        "LIMIT 1", [hardware, FEATURE_EXTRACTOR, hardware])
-    return rows[0][0] if rows else None
+    return queries.best_model_id(store, hardware, FEATURE_EXTRACTOR)
 
 
 def measured_here(store: Store, model_id: str, hardware: str) -> float | None:
     """The newest measured top-1 of `model_id` on `hardware`'s held-out tasks."""
-    return store.scalar("SELECT TRY_CAST(metrics_json->>'peak1' AS DOUBLE) FROM "
-                        "model_evaluations WHERE model_id = ? AND hardware = ? ORDER BY "
-                        "evaluated_at DESC LIMIT 1", [model_id, hardware])
+    return queries.measured_top1(store, model_id, hardware)
 
 
 def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
@@ -87,8 +79,7 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
                             f"features but tuning feeds {FEATURE_EXTRACTOR!r}; pick another "
                             f"model (`tenforge models`) or --cost-model {BASELINE}")
     names = list(spec.get("hardware") or [])
-    kinds = {k for (k,) in store.query("SELECT DISTINCT target_kind FROM hardware WHERE name IN "
-                                       "(SELECT unnest(?::VARCHAR[]))", [names])}
+    kinds = queries.target_kinds(store, names)
     if kinds and profile.target_kind not in kinds:
         raise TenforgeError(f"model {row['model_id']} was trained on {', '.join(sorted(kinds))} "
                             f"targets only, not {profile.target_kind}; pick another model or "
@@ -178,7 +169,7 @@ def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, A
 
 
 def network_hash(network: str, batch_size: int, input_size: int) -> str:
-    from tasks.tvm_env import structural_hash_hex
+    from core.tvm_env import structural_hash_hex
     from tasks.workloads import import_to_relax
 
     return structural_hash_hex(import_to_relax(network, batch_size, input_size))
@@ -191,13 +182,8 @@ def unfinished_database(db: str, spec: dict[str, Any], tuning_id: str) -> Path |
     """The tuning database of the newest retune of the same network, size and profile that
     never finished (killed, or failed after measuring), if it measured anything."""
     with Store(db, read_only=True) as store:
-        runs = [r for (r,) in store.query(
-            "SELECT run_id FROM runs WHERE flow = 'retune' AND status <> 'completed' AND "
-            "run_id <> ? AND hardware = ? AND json_extract_string(parameters_json, 'network') "
-            "= ? AND TRY_CAST(json_extract_string(parameters_json, 'batch_size') AS INTEGER) "
-            "= ? AND run_id NOT IN "
-            "(SELECT tuning_id FROM tuning_runs) ORDER BY started_at DESC",
-            [tuning_id, spec["hardware"], spec["network"], spec["batch_size"]])]
+        runs = queries.unfinished_retunes(store, tuning_id, spec["hardware"], spec["network"],
+                                          spec["batch_size"])
     for run_id in runs:
         folder = tuning_dir(db) / run_id
         records = folder / MS_DATABASE_FILES[1]
@@ -228,8 +214,8 @@ def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], Non
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune (resuming what a killed retune of the same request measured), then record the run
     and its curve in one transaction; returns the summary."""
+    from core.tvm_env import tvm_version
     from tasks.tuning import tune_network
-    from tasks.tvm_env import tvm_version
 
     profile = resolve_profile(spec["hardware"])
     work_dir = tuning_dir(spec["db"]) / tuning_id

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from tasks.tvm_env import load_tvm, to_plain_json
+from core.tvm_env import load_tvm, to_plain_json
 
 FEATURE_EXTRACTOR = "per_store_feature_v1"  # MetaSchedule PerStoreFeature, 164-d, no workload
 FEATURE_DIM = 164

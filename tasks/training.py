@@ -15,18 +15,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from models.dataset import DataSpec, Dataset, load_dataset
+from core.errors import TenforgeError
+from models.dataset import Dataset, DataSpec, load_dataset
 from models.splits import Split, SplitSpec, make_split, sample_by_task
+from storage.queries import measured_profiles
 from storage.store import Store
-from tenforge.errors import TenforgeError
 
 
 def default_hardware(db: str) -> list[str]:
     """Every profile with measurements in the store."""
     with Store(db, read_only=True) as store:
-        names = [n for (n,) in store.query(
-            "SELECT DISTINCT h.name FROM measurements m JOIN candidates c USING (candidate_id) "
-            "JOIN hardware h USING (hardware_id) ORDER BY 1")]
+        names = measured_profiles(store)
     if not names:
         raise TenforgeError(f"store {db} has no measurements; run `tenforge collect` or "
                             "`tenforge dataset load-seed` first")
@@ -91,7 +90,7 @@ def register(db: str, model: Any, data: Dataset, data_s: DataSpec, split: dict |
              trial_number: int | None = None, parent_model_id: str | None = None,
              extra: dict | None = None) -> dict[str, Any]:
     """Save `model` as a new artifact next to the store and record it in the models table."""
-    from tasks.tvm_env import tvm_version
+    from core.tvm_env import tvm_version
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     model_id = f"{model.kind}-{stamp}-{uuid.uuid4().hex[:6]}"

@@ -32,11 +32,11 @@ from typing import Any, Callable, Iterator, Literal, Sequence, get_args
 
 import numpy as np
 
+from core.errors import TenforgeError
+from core.hardware import HardwareProfile
+from core.progress import bar
 from tasks.constraints import constraint_postproc, rules_for
-from tasks.hardware import HardwareProfile
 from tasks.schedulers import create_scheduler
-from tenforge.errors import TenforgeError
-from tenforge.progress import bar
 
 Scheduler = Literal["gradient", "round-robin", "gain", "dual", "instant"]
 SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
@@ -327,9 +327,9 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks) out of `population` ranked by the model (tasks.instant)."""
+    from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
-    from tasks.tvm_env import load_tvm, structural_hash_hex
     from tasks.workloads import import_to_relax
 
     if scheduler not in SCHEDULERS:

@@ -6,22 +6,11 @@ are one task whose `weight` counts how often the network runs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from core.records import TaskInfo
+from core.tvm_env import load_tvm
 from tasks.networks import build_network, network_def
-from tasks.tvm_env import load_tvm
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """One tuning task of a network, with the TIR module serialized (so features can be redone)."""
-
-    task_name: str
-    workload_hash: str  # MetaSchedule's structural hash (hex), as in database_workload.json
-    flops: float
-    weight: int  # occurrences in the network
-    mod_json: str  # tvm.ir.save_json of the task's IRModule
 
 
 def import_to_relax(network: str, batch: int, size: int | None = None) -> Any:

@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,19 +113,14 @@ def cmd_networks(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    import duckdb
-
+    from storage.queries import user_query
     from storage.reports import format_table
     from storage.store import Store
 
     with Store(args.db, read_only=True) as store:
-        try:
-            cur = store.con.execute(args.sql)
-        except duckdb.Error as exc:
-            raise TenforgeError(f"query failed: {str(exc).splitlines()[0]}") from None
-        if cur.description is None:
-            return 0
-        print(format_table([d[0] for d in cur.description], cur.fetchall()))
+        columns, rows = user_query(store, args.sql)
+    if columns:
+        print(format_table(columns, rows))
     return 0
 
 
@@ -311,8 +306,7 @@ def cmd_service(args: argparse.Namespace) -> int:
                                 "machine's `tenforge service status` prints it)")
         service.join(args.api, profiles=args.profiles, deploy=not args.no_deploy)
     elif args.action == "deployments":
-        from tenforge.deployments import machine_deployments, machine_profiles, \
-            write_prefect_file
+        from tenforge.deployments import machine_deployments, machine_profiles, write_prefect_file
 
         spec = machine_deployments(machine_profiles(args.profiles))
         if args.write:

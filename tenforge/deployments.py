@@ -13,7 +13,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from tenforge.errors import TenforgeError
+from core.errors import TenforgeError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PREFECT_FILE = PROJECT_ROOT / "prefect.yaml"

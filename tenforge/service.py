@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tenforge.errors import TenforgeError
-from tenforge.procs import pid_alive
+from core.errors import TenforgeError
+from core.procs import pid_alive
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 4200

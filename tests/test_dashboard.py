@@ -10,7 +10,6 @@ import optuna
 
 from models.search import _storage
 from tasks.training import study_storage
-
 from tests.conftest import ROOT, run_cli
 from tests.service_client import free_port
 

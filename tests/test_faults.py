@@ -7,8 +7,15 @@ import shutil
 
 import pytest
 
-from bench.faults import (check_bad_inputs, cli, collect_args, kill_during_trials, kill_loop,
-                          kill_pretrain, store_state)
+from bench.faults import (
+    check_bad_inputs,
+    cli,
+    collect_args,
+    kill_during_trials,
+    kill_loop,
+    kill_pretrain,
+    store_state,
+)
 
 
 @pytest.mark.slow

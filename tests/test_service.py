@@ -13,7 +13,6 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import profile_name
-
 from tests.conftest import run_cli
 from tests.service_client import api, artifacts_of, free_port, wait_for_run
 

@@ -11,7 +11,6 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import profile_name
-
 from tests.service_client import api, wait_for_run
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

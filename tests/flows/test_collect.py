@@ -11,7 +11,6 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import detect_local_profiles
-
 from tests.conftest import ROOT, run_cli
 
 PROFILE = detect_local_profiles()[-1].name  # the 1-thread profile: cheap and quiet

@@ -7,11 +7,15 @@ import re
 import pytest
 from prefect.flows import load_flow_from_entrypoint
 
+from core.errors import TenforgeError
 from tasks.hardware import detect_local_profiles, load_declared_profiles
-from tenforge.deployments import (PREFECT_FILE, machine_deployments, machine_profiles, pools_of,
-                                  read_spec)
-from tenforge.errors import TenforgeError
-
+from tenforge.deployments import (
+    PREFECT_FILE,
+    machine_deployments,
+    machine_profiles,
+    pools_of,
+    read_spec,
+)
 from tests.conftest import ROOT
 
 PER_PROFILE = ("collect", "retune", "transfer", "onboard")

@@ -10,7 +10,6 @@ import pytest
 from storage.store import Store
 from tasks.hardware import resolve_profile
 from tasks.onboard import PER_TASK, choose_calibration, operator_kind
-
 from tests.conftest import run_cli
 
 

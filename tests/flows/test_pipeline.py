@@ -4,7 +4,6 @@ import pytest
 
 from storage.seed import SEED_DIR, find_shards
 from storage.store import Store
-
 from tests.conftest import run_cli
 
 

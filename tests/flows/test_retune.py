@@ -14,7 +14,6 @@ import pytest
 from storage.store import Store
 from tasks.constraints import rules_for
 from tasks.hardware import resolve_profile
-
 from tests.conftest import run_cli
 
 # The seed's data trains the model (a data name: any machine can read it); tuning runs on this

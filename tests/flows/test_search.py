@@ -13,7 +13,6 @@ from models.dataset import DataSpec, load_dataset
 from models.registry import load_model
 from models.splits import SplitSpec, make_split
 from storage.store import Store
-
 from tests.conftest import run_cli
 
 ARGS = ["--families", "xgb,mlp", "--max-epochs", "3", "--time-budget", "300", "--seed", "1"]

@@ -7,7 +7,6 @@ import shutil
 import pytest
 
 from storage.store import Store
-
 from tests.conftest import run_cli
 
 SOURCE, TARGET = "cpu-znver3-avx2-1t", "cpu-znver3-sse42-1t"

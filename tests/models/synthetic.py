@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.dataset import FEATURE_DIM, DataSpec, Dataset
+from models.dataset import FEATURE_DIM, Dataset, DataSpec
 
 
 def synthetic_dataset(n_groups: int = 8, per_group: int = 24, seed: int = 0,

@@ -9,10 +9,9 @@ import json
 import numpy as np
 import pytest
 
+from core.errors import TenforgeError
 from models.metrics import pairwise_accuracy, per_task
 from models.registry import KINDS, create_model, load_model
-from tenforge.errors import TenforgeError
-
 from tests.models.synthetic import synthetic_dataset
 
 TRAIN = synthetic_dataset(seed=0)
@@ -111,7 +110,7 @@ class TestResidual(CostModelContract):
     fast = {"n_estimators": 30}
 
     def make(self, **extra):
-        from models.transfer import ResidualCostModel, ResidualConfig
+        from models.transfer import ResidualConfig, ResidualCostModel
 
         base = create_model("xgb", n_estimators=30)
         base.fit(TRAIN)

@@ -3,11 +3,10 @@
 import numpy as np
 import pytest
 
+from core.errors import TenforgeError
 from models.dataset import DataSpec, load_dataset
 from models.splits import SplitSpec, make_split
 from storage.store import Store
-from tenforge.errors import TenforgeError
-
 from tests.models.synthetic import synthetic_dataset
 
 

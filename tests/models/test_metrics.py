@@ -5,8 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from models.metrics import (average_peak_score, network_topk_score, pairwise_accuracy,
-                            peak_score, per_task, rmse, topk_recall)
+from models.metrics import (
+    average_peak_score,
+    network_topk_score,
+    pairwise_accuracy,
+    peak_score,
+    per_task,
+    rmse,
+    topk_recall,
+)
 
 Y = [1.0, 0.5, 0.25, 0.0]   # label = min latency / latency; 0 = failed
 P = [0.1, 0.9, 0.5, 0.0]    # predicted order: 1, 2, 0, 3

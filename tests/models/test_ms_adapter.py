@@ -11,7 +11,6 @@ import pytest
 from models.dataset import DataSpec, load_dataset
 from models.ms_adapter import LearnedCostModel
 from models.registry import create_model
-
 from tests.conftest import ROOT
 from tests.models.synthetic import synthetic_dataset
 

@@ -5,9 +5,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from core.errors import TenforgeError
 from models.pruning import PruneSpec, prune, task_importance
-from tenforge.errors import TenforgeError
-
 from tests.models.synthetic import synthetic_dataset
 
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from core.errors import TenforgeError
 from models.registry import create_model, load_model
 from models.transfer import STRATEGIES, fine_tune
-from tenforge.errors import TenforgeError
-
 from tests.models.synthetic import synthetic_dataset
 
 DATA = synthetic_dataset(n_groups=8, per_group=24)

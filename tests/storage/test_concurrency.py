@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 from storage.store import Store
-
 from tests.conftest import ROOT
 
 WRITER = """

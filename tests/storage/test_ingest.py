@@ -13,7 +13,6 @@ import pytest
 from storage.ingest import ingest_shards
 from storage.seed import SEED_DIR, find_shards, load_shards
 from storage.store import Store
-
 from tests.conftest import run_cli
 
 MANIFESTS = find_shards(SEED_DIR)

@@ -5,10 +5,9 @@ import sys
 
 import pytest
 
+from core.errors import TenforgeError
 from storage.ms_database import export_ms, import_ms, records_summary
 from tasks.hardware import resolve_profile
-from tenforge.errors import TenforgeError
-
 from tests.conftest import ROOT, run_cli
 
 

@@ -4,7 +4,6 @@ import duckdb
 
 from storage.reports import REPORT_SECTIONS, store_report
 from storage.store import Store, migrations
-
 from tests.conftest import run_cli
 
 

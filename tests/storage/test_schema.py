@@ -3,8 +3,8 @@
 import duckdb
 import pytest
 
+from core.errors import TenforgeError
 from storage.store import SCHEMA_FILE, Store, migrations
-from tenforge.errors import TenforgeError
 
 CATALOG = {
     "tables": "SELECT table_name, column_name, data_type, is_nullable, column_default "

@@ -9,7 +9,6 @@ import pytest
 
 from storage.seed import SEED_DIR, export_shards, find_shards, load_shards
 from storage.store import Store
-
 from tests.conftest import run_cli
 
 MANIFESTS = find_shards(SEED_DIR)

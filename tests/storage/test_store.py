@@ -5,9 +5,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from core.errors import TenforgeError
 from storage.store import Store
 from tasks.hardware import detect_local_profiles
-from tenforge.errors import TenforgeError
 
 
 @dataclass

@@ -45,7 +45,7 @@ def fake_runner(seconds_per_run: float, started: list[float]) -> Any:
 def matmul_contexts(n_tasks: int, population: int = 8) -> list[Any]:
     """`n_tasks` small matmul tuning contexts of different shapes (a network's worth of
     tasks, cheap to schedule)."""
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     load_tvm("llvm")
     from tvm import te

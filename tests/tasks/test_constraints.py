@@ -4,9 +4,15 @@ import dataclasses
 
 import pytest
 
-from tasks.constraints import (NarrowVectors, first_rejection, isa_family, loops, rules_for,
-                               rules_for_target)
-from tasks.hardware import HardwareProfile
+from core.hardware import HardwareProfile
+from tasks.constraints import (
+    NarrowVectors,
+    first_rejection,
+    isa_family,
+    loops,
+    rules_for,
+    rules_for_target,
+)
 
 
 def scheduled_matmul(inner: int):
@@ -15,7 +21,7 @@ def scheduled_matmul(inner: int):
     from tenforge.cli import bootstrap
 
     bootstrap()
-    from tasks.tvm_env import load_tvm
+    from core.tvm_env import load_tvm
 
     tvm = load_tvm("llvm")
     from tvm import s_tir, te

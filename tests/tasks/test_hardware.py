@@ -2,10 +2,15 @@
 
 import pytest
 
+from core.errors import TenforgeError
+from core.hardware import HARDWARE_FEATURE_NAMES, MeasureSettings
 from tasks import hardware
-from tasks.hardware import (HARDWARE_FEATURE_NAMES, MeasureSettings, check_runnable_here,
-                            detect_local_profiles, load_declared_profiles, resolve_profile)
-from tenforge.errors import TenforgeError
+from tasks.hardware import (
+    check_runnable_here,
+    detect_local_profiles,
+    load_declared_profiles,
+    resolve_profile,
+)
 
 DECLARED = """
 [[profile]]

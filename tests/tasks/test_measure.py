@@ -11,7 +11,8 @@ from tvm import te
 from tvm.script import tirx as T
 
 from tasks.hardware import detect_local_profiles
-from tasks.measure import MeasureJob, Measurer, _outputs_match
+from tasks.measure import MeasureJob, Measurer
+from tasks.measure.worker import _outputs_match
 from tasks.sampling import sample_candidates
 from tasks.workloads import extract_network_tasks
 

@@ -2,10 +2,9 @@
 
 import pytest
 
+from core.errors import TenforgeError
 from tasks.networks import ZOO, build_network
 from tasks.workloads import extract_network_tasks
-from tenforge.errors import TenforgeError
-
 from tests.conftest import LOCAL_TARGET
 
 

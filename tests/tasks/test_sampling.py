@@ -4,7 +4,6 @@ import json
 
 from tasks.sampling import FEATURE_DIM, apply_trace, sample_candidates
 from tasks.workloads import extract_network_tasks
-
 from tests.conftest import LOCAL_TARGET
 
 

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
+from core.errors import TenforgeError
 from tasks.schedulers import expected_gain, gradient_pick
 from tasks.tuning import SEARCH_SCHEDULERS, TaskShare, TuningLog, select_tasks
-from tenforge.errors import TenforgeError
 
 TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
          TaskShare("conv_b", 100.0, 3), TaskShare("dense", 50.0, 1), TaskShare("add", 10.0, 5)]
@@ -115,12 +115,11 @@ def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tas
     """Real MetaSchedule search and schedulers, faked measuring (tests/tasks/ms_doubles.py).
     The deadline falls inside the first pass over the tasks: MetaSchedule's own gradient
     scheduler could not stop there, and stopping it by terminating tasks crashed it."""
+    from tvm.s_tir import meta_schedule as ms
+
     from tasks.schedulers import create_scheduler
     from tasks.tuning import _recorder
-
     from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
-
-    from tvm.s_tir import meta_schedule as ms
 
     contexts = matmul_contexts(n_tasks)
     log = TuningLog([f"matmul_{i}" for i in range(n_tasks)], [1.0] * n_tasks, budget=10_000,

@@ -1,0 +1,121 @@
+"""Hardware profile value types: what a measurement ran on, and how it was timed.
+
+A profile = stable name + TVM target (JSON dict form) + where and how it is measured (host,
+runner, threads, measurement settings) + the hardware feature vector that cost models take as
+input (Verma et al.; TenSet's HardwareParams plus cache sizes and ISA flags). Finding and
+resolving profiles (probing this CPU, reading hardware.toml) is tasks/hardware.py's job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# The numeric hardware features, in the order models see them (do not reorder: stored vectors
+# and trained models depend on it; append new names at the end).
+HARDWARE_FEATURE_NAMES: tuple[str, ...] = (
+    "num_cores",
+    "vector_unit_bytes",
+    "cache_line_bytes",
+    "l1d_bytes",
+    "l2_bytes",
+    "l3_bytes",
+    "max_shared_memory_per_block",
+    "max_local_memory_per_block",
+    "max_threads_per_block",
+    "max_vthread_extent",
+    "warp_size",
+    "is_gpu",
+    "has_sse42",
+    "has_avx",
+    "has_avx2",
+    "has_fma",
+    "has_avx512f",
+    "has_avx512vnni",
+    "has_neon",
+)
+
+# TenSet's measurement protocol: more repeats for cheaper kernels (FLOPs thresholds from its
+# measure_programs.py), one run per repeat, CPU cache flushed before each repeat.
+_TENSET_REPEATS = ((2416443392.0, 4), (834928640.0, 6))
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How candidates are timed. Stored with every measurement (as `key()`)."""
+
+    number: int = 1  # runs per repeat (1: each repeat is one cold-cache run)
+    repeat: int = 0  # 0: choose by FLOPs as TenSet did (10 / 8 / 6 / 4)
+    min_repeat_ms: int = 0
+    cache_flush: bool = True  # flush CPU caches before each repeat (CPU targets)
+    warmup_runs: int = 1  # untimed runs first: page faults, thread-pool start
+    build_timeout_s: float = 60.0
+    run_timeout_s: float = 30.0
+    check_correctness: bool = True  # compare outputs with the unscheduled function's
+
+    def repeats_for(self, flops: float) -> int:
+        if self.repeat > 0:
+            return self.repeat
+        if flops <= 2097152.0:
+            return 10
+        for threshold, repeats in _TENSET_REPEATS:
+            if flops >= threshold:
+                return repeats
+        return 8
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        """Stable 12-hex-digit identity of these settings (measurements are unique per key)."""
+        blob = json.dumps(self.as_dict(), sort_keys=True).encode()
+        return hashlib.sha1(blob).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """One measurable hardware target. Flows take its `name`, never a target string."""
+
+    name: str
+    target: dict[str, Any]  # TVM Target in JSON dict form
+    description: str = ""
+    host: str = "local"  # the machine whose worker measures it
+    runner: dict[str, Any] = field(default_factory=lambda: {"kind": "local"})
+    num_threads: int = 1  # TVM_NUM_THREADS for runs
+    features: dict[str, float] = field(default_factory=dict)
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    arch: str = ""  # e.g. "x86_64", "sm_90a"
+
+    @property
+    def target_kind(self) -> str:
+        return str(self.target["kind"])
+
+    @property
+    def runner_kind(self) -> str:
+        return str(self.runner.get("kind", "local"))
+
+    def feature_vector(self) -> list[float]:
+        return [float(self.features.get(n, 0.0)) for n in HARDWARE_FEATURE_NAMES]
+
+    def tvm_target(self) -> Any:
+        from tvm.target import Target
+
+        return Target(self.target)
+
+    def as_row(self) -> dict[str, Any]:
+        """The profile as the store's `hardware` table row."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "target_json": json.dumps(self.target, sort_keys=True),
+            "target_kind": self.target_kind,
+            "arch": self.arch,
+            "host": self.host,
+            "runner_json": json.dumps(self.runner, sort_keys=True),
+            "num_threads": self.num_threads,
+            "features_json": json.dumps(self.features, sort_keys=True),
+            "feature_vector": self.feature_vector(),
+        }

@@ -1,0 +1,163 @@
+"""The read-side questions the upper floors ask of a store, one function each.
+
+The SQL of tasks/, models/ and the CLI lives here (tests/test_layers.py keeps it so): callers
+hold an open `Store` (read-only is enough) and get plain Python values or an Arrow table back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from core.errors import TenforgeError
+from storage.store import Store
+
+_SUCCEEDED_ON = ("FROM measurements m JOIN candidates c USING (candidate_id) "
+                 "JOIN hardware h USING (hardware_id)")
+
+
+# ----------------------------------------------------------------------------- measurements
+
+
+def measured_profiles(store: Store) -> list[str]:
+    """Every profile with measurements, by name."""
+    return [n for (n,) in store.query(f"SELECT DISTINCT h.name {_SUCCEEDED_ON} ORDER BY 1")]
+
+
+def measurement_count(store: Store, hardware: str | None = None) -> int:
+    """Measurements in the store (errors included), of one profile or of all."""
+    if hardware is None:
+        return int(store.scalar("SELECT count(*) FROM measurements"))
+    return int(store.scalar(f"SELECT count(*) {_SUCCEEDED_ON} WHERE h.name = ?", [hardware]))
+
+
+def hardware_vectors(store: Store) -> dict[str, list[float]]:
+    """Each stored profile's hardware feature vector."""
+    return dict(store.query("SELECT name, feature_vector FROM hardware"))
+
+
+def target_kinds(store: Store, profiles: Sequence[str]) -> set[str]:
+    """The TVM target kinds (llvm, cuda, ...) of these stored profiles."""
+    return {k for (k,) in store.query("SELECT DISTINCT target_kind FROM hardware WHERE name IN "
+                                      "(SELECT unnest(?::VARCHAR[]))", [list(profiles)])}
+
+
+def network_names(store: Store) -> set[str]:
+    return {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
+
+
+def network_task_weights(store: Store) -> list[tuple[str, str, int]]:
+    """(workload_hash, network, occurrences) for every task of every stored network."""
+    return store.query("SELECT t.workload_hash, n.name, sum(nt.weight) FROM network_tasks nt "
+                       "JOIN tasks t USING (task_id) JOIN networks n USING (network_id) "
+                       "GROUP BY ALL")
+
+
+def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
+                      extractor: str) -> pa.Table:
+    """The newest measurement of every candidate with `extractor` features on these profiles
+    (and networks), with its task and features: what a cost-model dataset is built from."""
+    network_filter = ("AND t.task_id IN (SELECT nt.task_id FROM network_tasks nt JOIN networks n "
+                      "USING (network_id) WHERE n.name IN (SELECT unnest($networks)))"
+                      if networks else "")
+    params: dict[str, Any] = {"hardware": list(hardware), "extractor": extractor}
+    if networks:
+        params["networks"] = list(networks)
+    return store.con.execute(f"""
+        SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
+               m.mean_latency_s, f.n_stores, f.dim, f."values"
+        FROM measurements m
+        JOIN candidates c USING (candidate_id)
+        JOIN tasks t ON t.task_id = c.task_id
+        JOIN hardware h ON h.hardware_id = c.hardware_id
+        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
+        WHERE h.name IN (SELECT unnest($hardware)) {network_filter}
+        QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
+        ORDER BY h.name, t.workload_hash, c.candidate_id""", params).to_arrow_table()
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def calibration_pool(store: Store, target: str, target_kind: str) -> list[tuple]:
+    """(task_id, task_name, FLOPs x occurrences, profile, candidate_id, latency) of every
+    successful measurement on the other profiles of the same target kind."""
+    return store.query(
+        "SELECT c.task_id, t.task_name, t.flops * coalesce(max(nt.weight), 1) AS load, "
+        f"h.name, c.candidate_id, m.mean_latency_s {_SUCCEEDED_ON} JOIN tasks t USING (task_id) "
+        "LEFT JOIN network_tasks nt USING (task_id) "
+        "WHERE m.error_kind IS NULL AND h.name <> ? AND h.target_kind = ? "
+        "GROUP BY c.task_id, t.task_name, t.flops, h.name, c.candidate_id, m.mean_latency_s",
+        [target, target_kind])
+
+
+def candidate_copies(store: Store, candidate_ids: Sequence[int], extractor: str) -> list[tuple]:
+    """(schedule_hash, trace_json, design_space, sample_seed, n_stores, dim, values) of these
+    candidates: what it takes to stage them on another profile."""
+    return store.query(
+        "SELECT c.schedule_hash, c.trace_json, c.design_space, c.sample_seed, f.n_stores, "
+        "f.dim, f.\"values\" FROM candidates c JOIN features f USING (candidate_id) "
+        "WHERE c.candidate_id IN (SELECT unnest(?)) AND f.extractor = ?",
+        [list(candidate_ids), extractor])
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def best_model_id(store: Store, hardware: str, extractor: str) -> str | None:
+    """The best registered model for `hardware`: best top-1 measured on its held-out tasks,
+    then trained on its data, then best held-out top-1, then newest (see tasks/retune.py)."""
+    rows = store.query(
+        "WITH here AS (SELECT model_id, arg_max(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), "
+        "evaluated_at) AS top1_here FROM model_evaluations WHERE hardware = ? GROUP BY 1) "
+        "SELECT m.model_id FROM models m LEFT JOIN here USING (model_id) "
+        "WHERE m.data_spec_json->>'$.extractor' = ? ORDER BY here.top1_here DESC NULLS LAST, "
+        "list_contains(CAST(m.data_spec_json->'$.hardware' AS VARCHAR[]), ?) DESC, "
+        "TRY_CAST(m.metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, m.created_at DESC "
+        "LIMIT 1", [hardware, extractor, hardware])
+    return rows[0][0] if rows else None
+
+
+def measured_top1(store: Store, model_id: str, hardware: str) -> float | None:
+    """The newest measured top-1 of `model_id` on `hardware`'s held-out tasks."""
+    return store.scalar("SELECT TRY_CAST(metrics_json->>'peak1' AS DOUBLE) FROM "
+                        "model_evaluations WHERE model_id = ? AND hardware = ? ORDER BY "
+                        "evaluated_at DESC LIMIT 1", [model_id, hardware])
+
+
+# ----------------------------------------------------------------------------- tuning
+
+
+def unfinished_retunes(store: Store, besides: str, hardware: str, network: str,
+                       batch_size: int) -> list[str]:
+    """Run ids of retunes of this network, batch and profile that never completed and recorded
+    no result, newest first (`besides`: the current run)."""
+    return [r for (r,) in store.query(
+        "SELECT run_id FROM runs WHERE flow = 'retune' AND status <> 'completed' AND "
+        "run_id <> ? AND hardware = ? AND json_extract_string(parameters_json, 'network') "
+        "= ? AND TRY_CAST(json_extract_string(parameters_json, 'batch_size') AS INTEGER) "
+        "= ? AND run_id NOT IN (SELECT tuning_id FROM tuning_runs) ORDER BY started_at DESC",
+        [besides, hardware, network, batch_size])]
+
+
+def tuning_curve_points(store: Store, tuning_id: str) -> list[tuple[int, float, float]]:
+    """(trials, search seconds, estimated ms) of a tuning run, where an estimate exists."""
+    return store.query("SELECT trials, wall_s, estimated_latency_s * 1e3 FROM tuning_curve "
+                       "WHERE tuning_id = ? AND estimated_latency_s IS NOT NULL ORDER BY point",
+                       [tuning_id])
+
+
+# ----------------------------------------------------------------------------- users
+
+
+def user_query(store: Store, sql: str) -> tuple[list[str], list[tuple]]:
+    """A person's own SQL (`tenforge query`): (column names, rows); none for a statement."""
+    try:
+        cursor = store.con.execute(sql)
+    except duckdb.Error as exc:
+        raise TenforgeError(f"query failed: {str(exc).splitlines()[0]}") from None
+    if cursor.description is None:
+        return [], []
+    return [d[0] for d in cursor.description], cursor.fetchall()

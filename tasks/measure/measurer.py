@@ -1,0 +1,223 @@
+"""Measurer: batches of candidates on one hardware profile, built in parallel on build
+workers and run one at a time on a runner worker (see tasks/measure/__init__.py)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from core.hardware import HardwareProfile, MeasureSettings
+from core.records import MeasureJob, MeasureResult
+from tasks.measure.process import Worker, WorkerFailure
+from tasks.measure.protocol import Unprepared
+
+
+class Measurer:
+    """Measures batches of candidates on one hardware profile. Close it (or use `with`)."""
+
+    def __init__(self, profile: HardwareProfile, settings: MeasureSettings | None = None,
+                 build_workers: int = 2):
+        self.profile = profile
+        self.settings = settings or profile.measure
+        target = profile.target
+        threads = str(profile.num_threads)
+        self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
+        self.runner = Worker(target, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
+        self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")
+        # Tasks whose reference output could not be made: never pay that failure again.
+        self._no_reference: set[str] = set()
+        self._artifacts = 0  # artifact file names of build_modules
+        # Start every worker now and together: their TVM imports overlap instead of queuing
+        # behind the first build and the first run.
+        starters = [threading.Thread(target=w.ensure_started)
+                    for w in [*self.builders, self.runner]]
+        for thread in starters:
+            thread.start()
+        for thread in starters:
+            thread.join()
+
+    def __enter__(self) -> "Measurer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for worker in [*self.builders, self.runner]:
+            worker.stop()
+        shutil.rmtree(self.artifact_dir, ignore_errors=True)
+
+    # -------------------------------------------------------------- phases
+
+    def _build_parallel(self, requests: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        """Send build requests to the build workers in parallel; key -> outcome (the worker's
+        answer plus `artifact`, or `error_kind`, `error_msg` and `build_s`)."""
+        todo: queue.Queue[tuple[Any, dict[str, Any]]] = queue.Queue()
+        for item in requests.items():
+            todo.put(item)
+        outcomes: dict[Any, dict[str, Any]] = {}
+
+        def drain(worker: Worker) -> None:
+            while True:
+                try:
+                    key, request = todo.get_nowait()
+                except queue.Empty:
+                    return
+                start = time.perf_counter()
+                try:
+                    result = worker.call(request, self.settings.build_timeout_s)
+                    outcomes[key] = {"artifact": request["artifact"], **result}
+                except WorkerFailure as failure:
+                    outcomes[key] = {"error_kind": f"build_{failure.kind}",
+                                     "error_msg": str(failure),
+                                     "build_s": time.perf_counter() - start}
+                except RuntimeError as error:
+                    outcomes[key] = {"error_kind": "build_error", "error_msg": str(error),
+                                     "build_s": time.perf_counter() - start}
+
+        threads = [threading.Thread(target=drain, args=(w,))
+                   for w in self.builders[:len(requests)]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return outcomes
+
+    def _build_all(self, jobs: Sequence[MeasureJob]) -> dict[int, dict[str, Any]]:
+        """Build every job on the build workers in parallel; candidate_id -> outcome."""
+        return self._build_parallel({job.candidate_id: {
+            "op": "build", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
+            "trace_json": job.trace_json, "target": self.profile.target,
+            "artifact": os.path.join(self.artifact_dir, f"cand-{job.candidate_id}.so")}
+            for job in jobs})
+
+    # -------------------------------------------------- MetaSchedule's protocol (ms_backend)
+
+    def build_modules(self, mod_jsons: Sequence[str]) -> list[dict[str, Any]]:
+        """Compile scheduled IRModules (tvm.ir.save_json) in parallel, in order."""
+        requests = {}
+        for i, mod_json in enumerate(mod_jsons):
+            self._artifacts += 1
+            # One folder per artifact: MetaSchedule's RemoveBuildArtifact deletes the folder.
+            folder = os.path.join(self.artifact_dir, f"mod-{self._artifacts}")
+            os.makedirs(folder)
+            requests[i] = {"op": "build_module", "mod_json": mod_json,
+                           "target": self.profile.target,
+                           "artifact": os.path.join(folder, "lib.so")}
+        outcomes = self._build_parallel(requests)
+        return [outcomes[i] for i in range(len(mod_jsons))]
+
+    def run_module(self, artifact: str, args: Sequence[dict[str, Any]],
+                   flops: float = 0.0) -> dict[str, Any]:
+        """Time one built module on random inputs: {run_secs, run_wall_s} or {error_kind,
+        error_msg}. The artifact is deleted afterwards."""
+        request = {"op": "run_module", "artifact": artifact, "args": list(args),
+                   "target": self.profile.target, "runner": self.profile.runner,
+                   "settings": self.settings.as_dict(),
+                   "repeat": self.settings.repeats_for(flops)}
+        try:
+            return self.runner.call(request, self.settings.run_timeout_s)
+        except WorkerFailure as failure:
+            return {"error_kind": f"run_{failure.kind}", "error_msg": str(failure)}
+        except RuntimeError as error:
+            return {"error_kind": "run_error", "error_msg": str(error)}
+        finally:
+            if os.path.exists(artifact):
+                os.remove(artifact)
+
+    def run_network(self, relax_json: str, database_dir: str | None, repeat: int = 10,
+                    number: int = 1, warmup_runs: int = 3,
+                    timeout_s: float = 600.0) -> dict[str, Any]:
+        """Compile a Relax network with a MetaSchedule JSON database (None: untuned) on the
+        runner and time it end to end with the profile's thread count. Raises WorkerFailure
+        or RuntimeError (a compile or run error) instead of returning an error row."""
+        settings = {**self.settings.as_dict(), "number": number, "warmup_runs": warmup_runs}
+        return self.runner.call({"op": "run_network", "relax_json": relax_json,
+                                 "database": database_dir, "target": self.profile.target,
+                                 "runner": self.profile.runner, "settings": settings,
+                                 "repeat": repeat}, timeout_s)
+
+    def _prepare(self, job: MeasureJob) -> None:
+        check = (self.settings.check_correctness
+                 and job.workload_hash not in self._no_reference)
+        request = {"op": "prepare", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
+                   "target": self.profile.target, "runner": self.profile.runner,
+                   "artifact_dir": self.artifact_dir, "check": check}
+        timeout = self.settings.build_timeout_s + self.settings.run_timeout_s
+        try:
+            self.runner.call(request, timeout)
+        except (WorkerFailure, RuntimeError):
+            if not check:
+                raise
+            # No reference (e.g. an unscheduled GPU kernel cannot build, or it crashes or
+            # hangs): measure this task unchecked from now on.
+            self._no_reference.add(job.workload_hash)
+            self.runner.call({**request, "check": False}, timeout)
+
+    def _run(self, job: MeasureJob, built: dict[str, Any]) -> MeasureResult:
+        base = {"candidate_id": job.candidate_id, "build_s": built.get("build_s")}
+        if "error_kind" in built:
+            return MeasureResult(**base, error_kind=built["error_kind"],
+                                 error_msg=built["error_msg"])
+        request = {"op": "run", "workload_hash": job.workload_hash,
+                   "artifact": built["artifact"], "target": self.profile.target,
+                   "runner": self.profile.runner, "settings": self.settings.as_dict(),
+                   "repeat": self.settings.repeats_for(job.flops)}
+        start = time.perf_counter()
+        try:
+            out = self._call_run(job, request)
+        except WorkerFailure as failure:
+            return MeasureResult(**base, error_kind=f"run_{failure.kind}", error_msg=str(failure),
+                                 run_wall_s=time.perf_counter() - start)
+        except RuntimeError as error:
+            return MeasureResult(**base, error_kind="run_error", error_msg=str(error),
+                                 run_wall_s=time.perf_counter() - start)
+        finally:
+            if os.path.exists(built["artifact"]):
+                os.remove(built["artifact"])
+        if out["verified"] is False:
+            return MeasureResult(**base, error_kind="wrong_result", verified=False,
+                                 error_msg="outputs differ from the unscheduled function's",
+                                 run_wall_s=out["run_wall_s"])
+        return MeasureResult(**base, run_secs=tuple(out["run_secs"]), verified=out["verified"],
+                             run_wall_s=out["run_wall_s"])
+
+    def _call_run(self, job: MeasureJob, request: dict[str, Any]) -> dict[str, Any]:
+        """The runner's answer; a runner without this task's inputs (new worker) prepares first."""
+        try:
+            return self.runner.call(request, self.settings.run_timeout_s)
+        except Unprepared:
+            self._prepare(job)
+            return self.runner.call(request, self.settings.run_timeout_s)
+
+    def _prepare_all(self, jobs: Sequence[MeasureJob]) -> None:
+        """Prepare every task of the batch (failures are retried or recorded by _run)."""
+        for job in {j.workload_hash: j for j in jobs}.values():
+            try:
+                self._prepare(job)
+            except (WorkerFailure, RuntimeError):
+                pass
+
+    def measure(self, jobs: Sequence[MeasureJob],
+                on_result: Callable[[MeasureResult], None] | None = None) -> list[MeasureResult]:
+        """Measure `jobs`: parallel builds, then serial runs. Every job yields one result.
+
+        While the builders build, the otherwise idle runner prepares the batch's tasks (inputs
+        and reference outputs; nothing is timed then).
+        """
+        preparing = threading.Thread(target=self._prepare_all, args=(jobs,))
+        preparing.start()
+        built = self._build_all(jobs)
+        preparing.join()
+        results = []
+        for job in jobs:
+            result = self._run(job, built[job.candidate_id])
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+        return results

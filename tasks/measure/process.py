@@ -1,0 +1,102 @@
+"""The parent side of one worker: start the child, send a request, wait with a timeout, and
+turn a crash or a hang into a WorkerFailure (the child is killed and restarts on next use)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from core.paths import PROJECT_ROOT
+from tasks.measure.protocol import Duplex, Unprepared
+
+
+class WorkerFailure(Exception):
+    """The worker died (kind 'crash') or did not answer in time (kind 'timeout')."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Worker:
+    """A child process that serves build/prepare/run requests; restarted after a failure."""
+
+    START_TIMEOUT_S = 120.0
+
+    def __init__(self, target: dict[str, Any], env: dict[str, str]):
+        self.target = target
+        self.env = env
+        self.process: Any = None
+        self.conn: Any = None
+
+    def _start(self) -> None:
+        # A plain `python -m tasks.measure.worker` child (not multiprocessing's spawn, which re-imports
+        # the caller's __main__ and breaks unguarded scripts) talking over two inherited pipes.
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = {**os.environ, **self.env,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
+                                                           os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tasks.measure.worker", json.dumps(self.target), str(to_child_r),
+             str(from_child_w)], pass_fds=(to_child_r, from_child_w), env=env,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.conn = Duplex(from_child_r, to_child_w)
+        if not self.conn.poll(self.START_TIMEOUT_S):
+            self.stop()
+            raise RuntimeError("measurement worker did not start within "
+                               f"{self.START_TIMEOUT_S:.0f} s")
+        try:
+            self.conn.recv()
+        except EOFError:
+            code = self.process.wait(5)
+            self.stop()
+            raise RuntimeError(f"measurement worker failed to start (exit code {code})") from None
+
+    def ensure_started(self) -> None:
+        """Start the process if it is not running (errors surface on the next call)."""
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self._start()
+        except RuntimeError:
+            pass
+
+    def call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """The handler's result; raises WorkerFailure or RuntimeError (handler error text)."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        try:
+            self.conn.send(request)
+            if not self.conn.poll(timeout_s):
+                self.stop()
+                raise WorkerFailure("timeout", f"no result within {timeout_s:.0f} s; worker killed")
+            status, payload = self.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            try:
+                code = self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                code = None
+            self.stop()
+            reason = (f"killed by signal {signal.Signals(-code).name}" if code and code < 0
+                      else f"exit code {code}")
+            raise WorkerFailure("crash", f"worker process died ({reason})") from None
+        if status == "error":
+            raise RuntimeError(payload)
+        if status == "unprepared":
+            raise Unprepared()
+        return payload
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None

@@ -1,0 +1,256 @@
+"""The worker side: runs in child processes (`python -m tasks.measure.worker TARGET R W`),
+serving build / prepare / run requests over a pipe until the pipe closes.
+
+Each worker keeps the tasks' modules and prepared inputs and reference outputs in bounded
+caches, so a task is prepared once per worker rather than once per batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from typing import Any, Callable
+
+import numpy as np
+
+from tasks.measure.network import compile_network
+from tasks.measure.protocol import Duplex, Unprepared, one_line
+
+_TASK_MODS: OrderedDict[str, Any] = OrderedDict()
+_TASK_STATE: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_SESSION: dict[str, Any] = {}
+_MODS_KEPT = 64
+# Inputs and reference outputs are kept per task so that a task is prepared (its unscheduled
+# function built and run) once per worker, not once per batch; bounded by their size.
+_STATE_BYTES_KEPT = 512 * 2**20
+
+
+def _lru_put(cache: OrderedDict, key: str, value: Any, size: Callable[[Any], int],
+             budget: int) -> Any:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > 1 and sum(size(v) for v in cache.values()) > budget:
+        cache.popitem(last=False)
+    return value
+
+
+def _state_bytes(state: dict[str, Any]) -> int:
+    return sum(a.nbytes for a in state["inputs"]) + sum(a.nbytes for a in state["reference"] or ())
+
+
+def _task_mod(tvm: Any, workload_hash: str, mod_json: str) -> Any:
+    if workload_hash in _TASK_MODS:
+        return _TASK_MODS[workload_hash]
+    return _lru_put(_TASK_MODS, workload_hash, tvm.ir.load_json(mod_json), lambda _: 1,
+                    _MODS_KEPT)
+
+
+def _session(tvm: Any, target: dict, runner: dict) -> tuple[Callable[[str], Any], Any]:
+    """(load_module(path), device): local, or on a remote device through TVM RPC."""
+    if "dev" in _SESSION:
+        return _SESSION["load"], _SESSION["dev"]
+    kind = {"llvm": "cpu"}.get(target["kind"], target["kind"])
+    if runner.get("kind") == "rpc":
+        from tvm import rpc
+
+        if runner.get("tracker"):
+            host, port = runner["tracker"].rsplit(":", 1)
+            remote = rpc.connect_tracker(host, int(port)).request(
+                runner["key"], session_timeout=int(runner.get("session_timeout", 0)))
+        else:
+            host, port = runner["address"].rsplit(":", 1)
+            remote = rpc.connect(host, int(port))
+
+        def load(path: str) -> Any:
+            remote.upload(path)
+            return remote.load_module(os.path.basename(path))
+
+        _SESSION.update(load=load, dev=remote.device(kind, 0), remote=remote)
+    else:
+        _SESSION.update(load=tvm.runtime.load_module, dev=tvm.device(kind, 0))
+    return _SESSION["load"], _SESSION["dev"]
+
+
+def _do_build(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    from tvm import s_tir
+    from tvm.target import Target
+
+    start = time.perf_counter()
+    sch = s_tir.Schedule(_task_mod(tvm, req["workload_hash"], req["mod_json"]))
+    s_tir.schedule.Trace.apply_json_to_schedule(json.loads(req["trace_json"]), sch)
+    lib = tvm.compile(sch.mod, target=Target(req["target"]))
+    lib.export_library(req["artifact"])
+    return {"build_s": time.perf_counter() - start}
+
+
+def _random_args(arg_info: list[Any], seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    args = []
+    for info in arg_info:
+        shape, dtype = [int(d) for d in info.shape], str(info.dtype)
+        if dtype.startswith(("float", "bfloat")):
+            args.append(rng.uniform(-1.0, 1.0, shape).astype(dtype))
+        else:  # integer inputs are often indices: zeros are always in range
+            args.append(np.zeros(shape, dtype=dtype))
+    return args
+
+
+def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """Inputs for a task and, if asked, the unscheduled function's outputs on them."""
+    cached = _TASK_STATE.get(req["workload_hash"])
+    if cached is not None and (cached["reference"] is not None or not req["check"]):
+        return {"checked": cached["reference"] is not None}
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
+    mod = _task_mod(tvm, req["workload_hash"], req["mod_json"])
+    inputs = _random_args(ms.arg_info.ArgInfo.from_prim_func(mod["main"]), seed=0)
+    reference = None
+    if req["check"]:
+        load, dev = _session(tvm, req["target"], req["runner"])
+        path = os.path.join(req["artifact_dir"], f"ref-{req['workload_hash']}.so")
+        tvm.compile(mod, target=Target(req["target"])).export_library(path)
+        tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
+        load(path)["main"](*tensors)
+        reference = [t.numpy() for t in tensors]
+        os.remove(path)
+    _lru_put(_TASK_STATE, req["workload_hash"], {"inputs": inputs, "reference": reference},
+             _state_bytes, _STATE_BYTES_KEPT)
+    return {"checked": reference is not None}
+
+
+def _outputs_match(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
+    for g, w in zip(got, want):
+        if g.dtype.kind == "f":
+            scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+            if not np.allclose(g, w, rtol=1e-3, atol=1e-4 * scale, equal_nan=True):
+                return False
+        elif not np.array_equal(g, w):
+            return False
+    return True
+
+
+def _timed_runs(tvm: Any, function: Any, name: str, dev: Any, tensors: list[Any],
+                settings: dict[str, Any], repeat: int, target_kind: str) -> dict[str, Any]:
+    """Warm-up runs, then `repeat` timed repeats of `function[name]` (cache flushed on CPUs)."""
+    for _ in range(settings["warmup_runs"]):
+        function[name](*tensors)
+    flush = settings["cache_flush"] and target_kind == "llvm"
+    evaluator = function.time_evaluator(name, dev, number=settings["number"], repeat=repeat,
+                                        min_repeat_ms=settings["min_repeat_ms"],
+                                        f_preproc="cache_flush_cpu_non_first_arg" if flush else "")
+    start = time.perf_counter()
+    run_secs = [float(x) for x in evaluator(*tensors).results]
+    return {"run_secs": run_secs, "run_wall_s": time.perf_counter() - start}
+
+
+def _do_run(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    if req["workload_hash"] not in _TASK_STATE:
+        raise Unprepared()
+    state = _TASK_STATE[req["workload_hash"]]
+    load, dev = _session(tvm, req["target"], req["runner"])
+    lib = load(req["artifact"])
+    tensors = [tvm.runtime.tensor(a, dev) for a in state["inputs"]]
+    out = _timed_runs(tvm, lib, "main", dev, tensors, req["settings"], req["repeat"],
+                      req["target"]["kind"])
+    verified = None
+    if state["reference"] is not None:
+        verified = _outputs_match([t.numpy() for t in tensors], state["reference"])
+    return {**out, "verified": verified}
+
+
+# MetaSchedule's own builder/runner protocol (tasks/ms_backend.py): a scheduled module in, an
+# artifact out; an artifact and argument shapes in, run times out. No reference check, as in
+# MetaSchedule's LocalRunner.
+
+def _do_build_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    from tvm.target import Target
+
+    start = time.perf_counter()
+    tvm.compile(tvm.ir.load_json(req["mod_json"]), target=Target(req["target"])
+                ).export_library(req["artifact"])
+    return {"build_s": time.perf_counter() - start}
+
+
+class _Shape:  # what _random_args reads from an ArgInfo
+    def __init__(self, shape: list[int], dtype: str):
+        self.shape, self.dtype = shape, dtype
+
+
+def _do_run_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    load, dev = _session(tvm, req["target"], req["runner"])
+    lib = load(req["artifact"])
+    args = _random_args([_Shape(a["shape"], a["dtype"]) for a in req["args"]], seed=0)
+    tensors = [tvm.runtime.tensor(a, dev) for a in args]
+    return _timed_runs(tvm, lib, "main", dev, tensors, req["settings"], req["repeat"],
+                       req["target"]["kind"])
+
+
+def _do_run_network(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """Compile a Relax network with a tuning database (none: untuned) and time it end to end.
+
+    Parameters are inputs of `main` (weights detached at import), so every input, weights
+    included, gets seeded random values: only shapes matter for latency.
+    """
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
+    if req["runner"].get("kind", "local") != "local":
+        raise RuntimeError("end-to-end runs on RPC devices are not supported yet; run locally")
+    target = Target(req["target"])
+    mod = tvm.ir.load_json(req["relax_json"])
+    if req.get("database"):
+        database = ms.database.JSONDatabase(work_dir=req["database"], allow_missing=False)
+    else:
+        database = ms.database.MemoryDatabase()
+    start = time.perf_counter()
+    executable, applied = compile_network(tvm, mod, database, target)
+    tuned = sorted(gv.name_hint for gv, f in applied.functions.items()
+                   if not isinstance(f, relax.Function) and f.attrs is not None
+                   and bool(f.attrs.get("tirx.is_scheduled", False)))
+    compile_s = time.perf_counter() - start
+    _, dev = _session(tvm, req["target"], req["runner"])
+    vm = relax.VirtualMachine(executable, dev)
+    inputs = _random_args([_Shape([int(d) for d in p.ty.shape], str(p.ty.dtype))
+                           for p in mod["main"].params], seed=0)
+    tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
+    # Whole-network runs keep caches warm between repeats: that is how a deployed model runs.
+    settings = {**req["settings"], "cache_flush": False}
+    out = _timed_runs(tvm, vm, "main", dev, tensors, settings, req["repeat"],
+                      req["target"]["kind"])
+    functions = sum(not isinstance(f, relax.Function) for f in applied.functions.values())
+    return {**out, "compile_s": compile_s, "tuned_functions": tuned,
+            "tir_functions": functions}
+
+
+_HANDLERS = {"build": _do_build, "prepare": _do_prepare, "run": _do_run,
+             "build_module": _do_build_module, "run_module": _do_run_module,
+             "run_network": _do_run_network}
+
+
+def _worker_main(conn: Any, target: dict[str, Any]) -> None:
+    from core.tvm_env import load_tvm
+
+    tvm = load_tvm(target)
+    conn.send(("ready", None))
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", _HANDLERS[req["op"]](tvm, req)))
+        except Unprepared:
+            conn.send(("unprepared", None))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a stored error row
+            conn.send(("error", one_line(f"{type(exc).__name__}: {exc}")
+                       if str(exc) else one_line(traceback.format_exc())))
+
+
+if __name__ == "__main__":  # python -m tasks.measure.worker TARGET_JSON READ_FD WRITE_FD
+    _worker_main(Duplex(int(sys.argv[2]), int(sys.argv[3])), json.loads(sys.argv[1]))
