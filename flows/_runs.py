@@ -9,8 +9,8 @@ from typing import Any, Iterator
 
 from prefect.runtime import flow_run
 
+from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.artifacts import publish_markdown, summary_markdown
 
 
 def current_run_id() -> str:
@@ -30,5 +30,4 @@ def recorded_run(db: str, run_id: str, flow: str, params: dict[str, Any],
                      {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
         raise
     t.record_run(db, run_id, flow, params, hardware, "completed", summary)
-    publish_markdown(f"{flow}-summary", summary_markdown(flow, summary),
-                     description=f"what this {flow} run did")
+    reports.publish_summary(flow, summary)

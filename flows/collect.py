@@ -6,8 +6,8 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
-from tasks import collect as steps
 from tasks import prefect_tasks as t
+from tasks.collect import validate_collect
 
 
 @flow(name="collect", log_prints=True)
@@ -31,27 +31,22 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         outbox: a folder to export this run's shard to, for the fleet's central store to
             ingest (default: $TENFORGE_OUTBOX; unset = no export).
     """
-    profile = steps.validate_collect(hardware, networks, candidates_per_task, batch_size,
-                                     measure_batch)
-    db_path = str(steps.prepare_db_path(db or steps.default_db()))
-    steps.check_outbox(outbox or steps.default_outbox())
+    spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,
+                            measure_batch, outbox)
     run_id = current_run_id()
-    params = {"hardware": profile.name, "networks": list(networks),
-              "candidates_per_task": candidates_per_task, "seed": seed,
-              "batch_size": batch_size, "measure_batch": measure_batch}
-    with recorded_run(db_path, run_id, "collect", params, profile.name) as summary:
+    params = {k: v for k, v in spec.as_run_params().items() if k not in ("db", "outbox")}
+    with recorded_run(spec.db, run_id, "collect", params, spec.hardware) as summary:
         task_ids: list[int] = []
-        for network in networks:
-            task_ids += t.import_network(db_path, profile.name, network, batch_size)
+        for network in spec.networks:
+            task_ids += t.import_network(spec.db, spec.hardware, network, batch_size)
         task_ids = list(dict.fromkeys(task_ids))  # networks share tasks
         # Sequential on purpose: each sample writes the store, and TVM sampling is CPU-bound.
-        new = sum(t.sample_candidates(db_path, profile.name, task_id, candidates_per_task,
+        new = sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,
                                       seed)["new"] for task_id in task_ids)
-        measured = t.measure_candidates(db_path, profile.name, task_ids, measure_batch, run_id)
-        summary.update({"db": db_path, "hardware": profile.name, "tasks": len(task_ids),
+        measured = t.measure_candidates(spec.db, spec.hardware, task_ids, measure_batch, run_id)
+        summary.update({"db": spec.db, "hardware": spec.hardware, "tasks": len(task_ids),
                         "new_candidates": new, **measured})
-    outbox = outbox or steps.default_outbox()
-    if outbox:
-        summary["exported"] = t.export_run_shard(db_path, run_id, outbox)
+    if spec.outbox:
+        summary["exported"] = t.export_run_shard(spec.db, run_id, spec.outbox)
     print(f"collect done: {summary}")
     return summary

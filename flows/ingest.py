@@ -7,6 +7,7 @@ from prefect import flow
 
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
+from tasks.ingest import validate_ingest
 
 
 @flow(name="ingest", log_prints=True)
@@ -19,13 +20,10 @@ def ingest(sources: list[str] | None = None, db: str | None = None) -> dict:
             list separated by ':', or data/inbox).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
-    from tasks.collect import default_db, prepare_db_path
-    from tasks.ingest import default_inbox, validate_sources
-
-    folders = validate_sources(sources or default_inbox())
-    db_path = str(prepare_db_path(db or default_db()))
-    with recorded_run(db_path, current_run_id(), "ingest", {"sources": folders}, None) as out:
-        out.update(t.ingest_shards(db_path, folders))
+    spec = validate_ingest(db, sources)
+    with recorded_run(spec.db, current_run_id(), "ingest", {"sources": list(spec.sources)},
+                      None) as out:
+        out.update(t.ingest_shards(spec.db, list(spec.sources)))
     print(f"ingest done: {out['shards_new']} new shards of {out['shards_found']} found, "
           f"{out['measurements_added']} new measurements")
     return out

@@ -8,8 +8,9 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
+from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.artifacts import publish_markdown
+from tasks.onboard import PER_TASK, validate_onboard
 
 BASELINE_FAMILY = "metaschedule_xgb"
 
@@ -36,38 +37,26 @@ def onboard(hardware: str = "local", candidates: PositiveInt = 256, parent: str 
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb; the seed dataset is
             loaded into an empty one).
     """
-    from tasks.onboard import (
-        PER_TASK,
-        accuracy_table,
-        default_parent,
-        model_for_tuning,
-        source_profiles,
-        validate_onboard,
-    )
-
-    spec = validate_onboard(db, hardware, candidates, parent, strategy)
-    db_path, name = spec["db"], spec["hardware"]
+    spec = validate_onboard(db, hardware, candidates, parent, family, strategy, seed)
+    db_path, name = spec.db, spec.hardware
     run_id = current_run_id()
-    with recorded_run(db_path, run_id, "onboard", spec, name) as out:
+    with recorded_run(db_path, run_id, "onboard", spec.as_run_params(), name) as out:
         t.load_seed_if_empty(db_path)
-        parent = spec["parent"] or default_parent(db_path, name)
+        parent = spec.parent or t.default_parent(db_path, name)
         if parent is None:
-            sources = source_profiles(db_path, name)
+            sources = t.source_profiles(db_path, name)
             parent = t.pretrain(db_path, sources, [], family, {}, None, seed, run_id)["model_id"]
         task_ids = t.stage_calibration(db_path, name, candidates)
         measured = t.measure_candidates(db_path, name, task_ids, 16, run_id)
-        result = t.transfer(db_path, parent, name, None, spec["strategy"], [], seed, run_id,
+        result = t.transfer(db_path, parent, name, None, spec.strategy, [], seed, run_id,
                             baseline=BASELINE_FAMILY)
-        table = accuracy_table(result)
         out.update({"hardware": name, "parent": parent, "model_id": result["model_id"],
                     "calibration_tasks": len(task_ids), "measured": measured["measured"],
                     "errors": measured["errors"], "test_tasks": result["test_tasks"],
                     "pretrained": result["parent_test"], "fine_tuned": result["metrics"],
                     "from_scratch": result["baseline_test"],
-                    "retune_uses": model_for_tuning(db_path, name)})
-        publish_markdown("onboard-result", f"# Ranking accuracy on {name}, held-out tasks\n\n"
-                         + accuracy_table(result, markdown=True),
-                         description="pre-trained vs fine-tuned vs MetaSchedule's XGB")
+                    "retune_uses": t.model_for_tuning(db_path, name)})
+        table = reports.publish_onboard_report(name, result)
     print(f"onboard done: {name}, calibration set {len(task_ids) * PER_TASK} candidates over "
           f"{len(task_ids)} tasks ({measured['measured']} newly measured, "
           f"{result['test_tasks']} tasks held out); model {result['model_id']}"

@@ -16,10 +16,9 @@ from flows.onboard import onboard
 from flows.retune import retune
 from flows.search import search
 from flows.transfer import pretrain, transfer
-from storage.reports import measurement_summary, model_leaderboard, store_report, tuning_comparison
-from tasks.artifacts import publish_markdown
-from tasks.collect import default_db, prepare_db_path
-from tasks.prefect_tasks import load_seed_if_empty
+from tasks import prefect_reports as reports
+from tasks import prefect_tasks as t
+from tasks.pipeline import validate_pipeline
 
 
 @flow(name="pipeline", log_prints=True)
@@ -44,28 +43,23 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
         calibration_candidates: when `hardware` had no data before this run, it is onboarded
             (`onboard`) with a calibration set of this size.
     """
-    from tasks.hardware import resolve_profile
-    from tasks.onboard import has_measurements
-
-    db_path = str(prepare_db_path(db or default_db()))
-    seeded = load_seed_if_empty(db_path)
-    new_hardware = not has_measurements(db_path, resolve_profile(hardware).name)
-    summary = collect(hardware=hardware, networks=networks,
-                      candidates_per_task=candidates_per_task, seed=seed, db=db_path)
+    spec = validate_pipeline(db, hardware, networks, candidates_per_task, seed, search_trials,
+                             search_budget_s, retune_network, retune_trials,
+                             calibration_candidates)
+    seeded = t.load_seed_if_empty(spec.db)
+    new_hardware = not t.has_measurements(spec.db, spec.hardware)
+    summary = collect(hardware=spec.hardware, networks=list(spec.networks),
+                      candidates_per_task=candidates_per_task, seed=seed, db=spec.db)
     found = search(families=["xgb", "mlp"], trials=search_trials,
-                   time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=db_path)
-    adapted = _pretrain_and_adapt(db_path, hardware, found["model_id"], seed,
+                   time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=spec.db)
+    adapted = _pretrain_and_adapt(spec.db, spec.hardware, found["model_id"], seed,
                                   calibration_candidates if new_hardware else None)
     # onboard measured which model ranks this profile best (the fine-tuned one or its parent)
     learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
-    tuned = {model: retune(network=retune_network, hardware=hardware, trials=retune_trials,
-                           cost_model=model, population=64, seed=seed, db=db_path)
+    tuned = {model: retune(network=retune_network, hardware=spec.hardware, trials=retune_trials,
+                           cost_model=model, population=64, seed=seed, db=spec.db)
              for model in ("metaschedule-xgb", learned)}
-    print(measurement_summary(db_path))
-    print(model_leaderboard(db_path))
-    print(tuning_comparison(db_path, retune_network, summary["hardware"]))
-    publish_markdown("pipeline-report", store_report(db_path, markdown=True),
-                     description="what the store holds after this pipeline run")
+    reports.pipeline_report(spec.db, retune_network, spec.hardware)
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 
 
@@ -74,17 +68,13 @@ def _pretrain_and_adapt(db: str, hardware: str, winner: str, seed: int,
     """Pre-train the search winner's configuration on every other profile (the seed's), then
     adapt it to `hardware`: onboard it (calibration set, fine-tune, three-way accuracy) when it
     had no data before this run, else fine-tune on all of its measurements."""
-    from tasks.hardware import resolve_profile
-    from tasks.training import default_hardware
-
-    local = resolve_profile(hardware).name
-    sources = [h for h in default_hardware(db) if h != local]
+    sources = t.source_profiles(db, hardware)
     if not sources:
         print("no other profile's data in the store: skipping pretrain -> transfer")
         return None
     parent = pretrain(hardware=sources, from_model=winner, seed=seed, db=db)
     if calibration is not None:
-        return onboard(hardware=local, candidates=calibration, parent=parent["model_id"],
+        return onboard(hardware=hardware, candidates=calibration, parent=parent["model_id"],
                        seed=seed, db=db)
-    return transfer(parent=parent["model_id"], hardware=local, samples=None, strategy="full",
+    return transfer(parent=parent["model_id"], hardware=hardware, samples=None, strategy="full",
                     seed=seed, db=db)

@@ -8,8 +8,9 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
+from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.artifacts import publish_markdown, tuning_markdown
+from tasks.retune import validate_retune
 from tasks.tuning import Scheduler
 
 
@@ -42,15 +43,13 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         force: tune even if network, profile, cost model and budget are unchanged.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
-    from tasks.retune import unchanged_since_last, validate_retune
-
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population)
-    print(spec["model_choice"])
+    print(spec.model_choice)
     run_id = current_run_id()
-    with recorded_run(spec["db"], run_id, "retune", spec, spec["hardware"]) as out:
-        current = t.network_hash(network, batch_size, spec["input_size"])
-        last = None if force else unchanged_since_last(spec, current)
+    with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as out:
+        current = t.network_hash(network, batch_size, spec.input_size)
+        last = None if force else t.unchanged_tuning(spec, current)
         if last is not None:
             out.update(skipped=True, last_tuning_id=last["tuning_id"],
                        tuned_ms=round(last["tuned_latency_s"] * 1e3, 4))
@@ -58,9 +57,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
                   f"{last['tuning_id']} ({out['tuned_ms']} ms); pass force=true to tune anyway")
             return out
         out.update(t.tune_network(spec, run_id))
-        publish_markdown("retune-result", tuning_markdown(spec["db"], run_id, network,
-                                                          spec["hardware"]),
-                         description="this run beside the newest run of every other cost model")
+        reports.publish_tuning_report(spec.db, run_id, network, spec.hardware)
     print(f"retune done: {out['network']} on {out['hardware']} with {out['cost_model']}: "
           f"{out['untuned_ms']} ms untuned -> {out['tuned_ms']} ms tuned "
           f"({out['speedup']}x) after {out['trials']} trials in {out['search_s']} s (search "

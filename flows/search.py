@@ -7,9 +7,9 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
-from storage.reports import model_leaderboard
+from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.artifacts import publish_markdown
+from tasks.training_specs import validate_search
 
 
 @flow(name="search", log_prints=True)
@@ -36,30 +36,23 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
         study: study name (default: derived from data, split and seed).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
-    from tasks.collect import default_db, prepare_db_path
-    from tasks.training import validate_search
-
-    db_path = str(prepare_db_path(db or default_db()))
+    spec = validate_search(db, hardware, networks, split, holdout, families, trials,
+                           time_budget_s, metric, multi_objective, seed, max_epochs, study)
     run_id = current_run_id()
-    specs = validate_search(db_path, hardware, networks, split, holdout, families, trials,
-                            time_budget_s, metric, multi_objective, seed, max_epochs, study)
-    data_spec, split_spec, search_spec = specs["data_spec"], specs["split_spec"], \
-        specs["search_spec"]
-    study = specs["study"]
-    params = {"data": data_spec, "split": split_spec, "search": search_spec, "study": study}
-    with recorded_run(db_path, run_id, "search", params,
-                      ",".join(data_spec["hardware"])) as summary:
-        best = t.search_models(db_path, data_spec, split_spec, search_spec, study, run_id)
-        model = t.train_and_register(db_path, data_spec, split_spec, best["family"],
+    params = {"data": spec.data_spec, "split": spec.split_spec, "search": spec.search_spec,
+              "study": spec.study}
+    with recorded_run(spec.db, run_id, "search", params,
+                      ",".join(spec.data_spec["hardware"])) as summary:
+        best = t.search_models(spec.db, spec.data_spec, spec.split_spec, spec.search_spec,
+                               spec.study, run_id)
+        model = t.train_and_register(spec.db, spec.data_spec, spec.split_spec, best["family"],
                                      best["params"], seed, best["study_name"],
                                      best["best_trial"], run_id)
         summary.update({"study": best["study_name"], "trials": best["trials"],
                         "family": best["family"], "valid_" + metric: best["valid_value"],
                         "model_id": model["model_id"], "model_path": model["path"],
                         "test": model["test"]})
-        publish_markdown("search-leaderboard", "# Registered models, best held-out top-1 "
-                         "first\n\n" + model_leaderboard(db_path, markdown=True),
-                         description=f"after study {best['study_name']}")
+        reports.publish_leaderboard(spec.db, best["study_name"])
     print(f"search done: best {best['family']} (trial {best['best_trial']}), registered "
           f"{model['model_id']}")
     return summary

@@ -7,8 +7,9 @@ from prefect import flow
 from pydantic import PositiveInt
 
 from flows._runs import current_run_id, recorded_run
+from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.artifacts import publish_markdown, transfer_markdown
+from tasks.training_specs import validate_pretrain, validate_transfer
 
 
 @flow(name="pretrain", log_prints=True)
@@ -27,13 +28,11 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
         seed: seeds the validation split and the model.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
-    from tasks.training import validate_pretrain
-
     spec = validate_pretrain(db, hardware, family, params, from_model, networks)
     run_id = current_run_id()
-    with recorded_run(spec["db"], run_id, "pretrain", spec, ",".join(spec["hardware"])) as out:
-        out.update(t.pretrain(spec["db"], spec["hardware"], spec["networks"], spec["family"],
-                              spec["params"], from_model, seed, run_id))
+    with recorded_run(spec.db, run_id, "pretrain", spec.as_run_params(), ",".join(spec.hardware)) as out:
+        out.update(t.pretrain(spec.db, list(spec.hardware), list(spec.networks), spec.family,
+                              spec.params, from_model, seed, run_id))
     print(f"pretrain done: {out['model_id']}")
     return out
 
@@ -55,14 +54,11 @@ def transfer(parent: str | None = None, hardware: str = "local", samples: Positi
         seed: seeds the target split, the sample and the new weights.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
-    from tasks.training import validate_transfer
-
     spec = validate_transfer(db, parent, hardware, samples, strategy, networks, seed)
     run_id = current_run_id()
-    with recorded_run(spec["db"], run_id, "transfer", spec, spec["hardware"]) as out:
-        out.update(t.transfer(spec["db"], spec["parent"], spec["hardware"], samples, strategy,
-                              spec["networks"], seed, run_id))
-    publish_markdown("transfer-result", transfer_markdown(spec, out),
-                     description="the fine-tuned model beside its parent on held-out tasks")
-    print(f"transfer done: {out['model_id']} (parent {spec['parent']})")
+    with recorded_run(spec.db, run_id, "transfer", spec.as_run_params(), spec.hardware) as out:
+        out.update(t.transfer(spec.db, spec.parent, spec.hardware, samples, strategy,
+                              list(spec.networks), seed, run_id))
+    reports.publish_transfer_report(spec.parent, strategy, spec.hardware, out)
+    print(f"transfer done: {out['model_id']} (parent {spec.parent})")
     return out

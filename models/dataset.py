@@ -20,6 +20,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -124,30 +125,65 @@ class Dataset:
                 "hardware": list(self.hardware_names), "fingerprint": self.fingerprint()}
 
 
+def _check_spec(store: Any, spec: DataSpec, db: str | Path) -> dict[str, list[float]]:
+    """Refuse hardware or networks the store has no data of; the stored hardware vectors."""
+    from storage import queries
+
+    stored_hw = queries.hardware_vectors(store)
+    missing = [h for h in spec.hardware if h not in stored_hw]
+    if missing:
+        raise TenforgeError(f"hardware {', '.join(missing)} has no data in {db}; stored: "
+                            f"{', '.join(sorted(stored_hw)) or 'none'}")
+    if spec.networks:
+        stored_nets = queries.network_names(store)
+        unknown = [n for n in spec.networks if n not in stored_nets]
+        if unknown:
+            raise TenforgeError(f"network {', '.join(unknown)} has no data in {db}; "
+                                f"stored: {', '.join(sorted(stored_nets))}")
+    return stored_hw
+
+
+def _nothing_measured(spec: DataSpec, db: str | Path) -> TenforgeError:
+    return TenforgeError(f"no measured candidates with {spec.extractor} features for "
+                         f"hardware {', '.join(spec.hardware)}"
+                         f"{' and networks ' + ', '.join(spec.networks) if spec.networks else ''}"
+                         f" in {db}; collect some first (`tenforge collect`)")
+
+
+@dataclass(frozen=True)
+class DataInventory:
+    """What a dataset would hold, counted without loading it."""
+
+    networks: frozenset[str]  # networks whose tasks have measured candidates
+    candidates: int  # measured, featurized candidates
+
+
+def check_dataset(db: str | Path, spec: DataSpec) -> DataInventory:
+    """Everything `load_dataset` would refuse, found with a few counting queries instead of
+    loading (what a flow's validate function may afford)."""
+    from storage import queries
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        _check_spec(store, spec, db)
+        count = queries.measured_candidates(store, spec.hardware, spec.networks, spec.extractor)
+        covered = queries.measured_networks(store, spec.hardware, spec.networks, spec.extractor)
+    if not count:
+        raise _nothing_measured(spec, db)
+    return DataInventory(frozenset(covered), count)
+
+
 def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
     """Build the dataset `spec` names from store `db` (read-only)."""
     from storage import queries
     from storage.store import Store
 
     with Store(db, read_only=True) as store:
-        stored_hw = queries.hardware_vectors(store)
-        missing = [h for h in spec.hardware if h not in stored_hw]
-        if missing:
-            raise TenforgeError(f"hardware {', '.join(missing)} has no data in {db}; stored: "
-                                f"{', '.join(sorted(stored_hw)) or 'none'}")
-        if spec.networks:
-            stored_nets = queries.network_names(store)
-            unknown = [n for n in spec.networks if n not in stored_nets]
-            if unknown:
-                raise TenforgeError(f"network {', '.join(unknown)} has no data in {db}; "
-                                    f"stored: {', '.join(sorted(stored_nets))}")
+        stored_hw = _check_spec(store, spec, db)
         table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor)
         links = queries.network_task_weights(store)
     if table.num_rows == 0:
-        raise TenforgeError(f"no measured candidates with {spec.extractor} features for "
-                            f"hardware {', '.join(spec.hardware)}"
-                            f"{' and networks ' + ', '.join(spec.networks) if spec.networks else ''}"
-                            f" in {db}; collect some first (`tenforge collect`)")
+        raise _nothing_measured(spec, db)
     return _assemble(spec, table, stored_hw, links)
 
 

@@ -13,6 +13,7 @@ Headline numbers use by_task, by_target or by_network (DESIGN.md section 6).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -71,6 +72,24 @@ def _where(keys: np.ndarray, chosen: set) -> np.ndarray:
     return np.flatnonzero(np.isin(keys, list(chosen))) if chosen else np.array([], np.int64)
 
 
+def check_holdout(spec: SplitSpec, hardware: Iterable[str], networks: Iterable[str]) -> None:
+    """Refuse held-out hardware (by_target) or networks (by_network) the data does not hold,
+    or that hold all of it (nothing left to train on)."""
+    kind, known = {"by_target": ("hardware", sorted(hardware)),
+                   "by_network": ("network", sorted(networks))}.get(spec.kind, ("", []))
+    unknown = [h for h in spec.holdout if h not in known] if kind else []
+    if unknown:
+        raise TenforgeError(f"holdout {kind} {', '.join(unknown)} is not in the dataset "
+                            f"({', '.join(known)})")
+    if kind and known and set(known) <= set(spec.holdout):
+        raise _no_training_data(spec, f"every {kind} is held out")
+
+
+def _no_training_data(spec: SplitSpec, sizes: Any) -> TenforgeError:
+    return TenforgeError(f"split {spec.kind} leaves no training data ({sizes}); use more data "
+                         "or another split")
+
+
 def make_split(data: Dataset, spec: SplitSpec) -> Split:
     """Split `data` as `spec` says; raises if a part that must not be empty is."""
     rng = np.random.default_rng(spec.seed)
@@ -91,10 +110,7 @@ def make_split(data: Dataset, spec: SplitSpec) -> Split:
         tr, va, te = _assign(workload, rng, spec.valid_fraction, spec.test_fraction)
         train, valid, test = _where(workload, tr), _where(workload, va), _where(workload, te)
     elif spec.kind == "by_target":
-        unknown = [h for h in spec.holdout if h not in data.hardware_names]
-        if unknown:
-            raise TenforgeError(f"holdout hardware {', '.join(unknown)} is not in the dataset "
-                                f"({', '.join(data.hardware_names)})")
+        check_holdout(spec, data.hardware_names, ())
         hw = np.array(data.hardware_names)[data.candidate_hardware()]
         test = np.flatnonzero(np.isin(hw, spec.holdout))
         rest = np.flatnonzero(~np.isin(hw, spec.holdout))
@@ -102,11 +118,7 @@ def make_split(data: Dataset, spec: SplitSpec) -> Split:
         train, valid = rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest],
                                                                                list(va))]
     else:  # by_network
-        known = {n for nets in data.workload_networks.values() for n in nets}
-        unknown = [n for n in spec.holdout if n not in known]
-        if unknown:
-            raise TenforgeError(f"holdout network {', '.join(unknown)} is not in the dataset "
-                                f"({', '.join(sorted(known))})")
+        check_holdout(spec, (), {n for nets in data.workload_networks.values() for n in nets})
         held = {w for w, nets in data.workload_networks.items()
                 if any(n in spec.holdout for n in nets)}
         in_test = np.isin(workload, list(held))
@@ -117,8 +129,7 @@ def make_split(data: Dataset, spec: SplitSpec) -> Split:
                                                                                list(va))]
     split = Split(spec, np.sort(train), np.sort(valid), np.sort(test))
     if split.train.size == 0:
-        raise TenforgeError(f"split {spec.kind} leaves no training data ({split.sizes()}); "
-                            "use more data or another split")
+        raise _no_training_data(spec, split.sizes())
     return split
 
 

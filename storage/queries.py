@@ -55,16 +55,51 @@ def network_task_weights(store: Store) -> list[tuple[str, str, int]]:
                        "GROUP BY ALL")
 
 
+def _network_filter(networks: Sequence[str] | None) -> str:
+    return ("AND t.task_id IN (SELECT nt.task_id FROM network_tasks nt JOIN networks n "
+            "USING (network_id) WHERE n.name IN (SELECT unnest($networks)))" if networks else "")
+
+
+def _data_params(hardware: Sequence[str], networks: Sequence[str] | None,
+                 extractor: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"hardware": list(hardware), "extractor": extractor}
+    if networks:
+        params["networks"] = list(networks)
+    return params
+
+
+def measured_networks(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
+                      extractor: str) -> set[str]:
+    """The networks whose tasks have measured, featurized candidates on these profiles (within
+    `networks` when given): a counting query, where `measured_features` loads everything."""
+    return {n for (n,) in store.con.execute(f"""
+        SELECT DISTINCT n.name FROM measurements m
+        JOIN candidates c USING (candidate_id)
+        JOIN tasks t ON t.task_id = c.task_id
+        JOIN hardware h ON h.hardware_id = c.hardware_id
+        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
+        JOIN network_tasks nt ON nt.task_id = t.task_id JOIN networks n USING (network_id)
+        WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}""",
+        _data_params(hardware, networks, extractor)).fetchall()}
+
+
+def measured_candidates(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
+                        extractor: str) -> int:
+    """How many measured, featurized candidates these profiles (and networks) have."""
+    return int(store.con.execute(f"""
+        SELECT count(DISTINCT c.candidate_id) FROM measurements m
+        JOIN candidates c USING (candidate_id)
+        JOIN tasks t ON t.task_id = c.task_id
+        JOIN hardware h ON h.hardware_id = c.hardware_id
+        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
+        WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}""",
+        _data_params(hardware, networks, extractor)).fetchone()[0])
+
+
 def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
                       extractor: str) -> pa.Table:
     """The newest measurement of every candidate with `extractor` features on these profiles
     (and networks), with its task and features: what a cost-model dataset is built from."""
-    network_filter = ("AND t.task_id IN (SELECT nt.task_id FROM network_tasks nt JOIN networks n "
-                      "USING (network_id) WHERE n.name IN (SELECT unnest($networks)))"
-                      if networks else "")
-    params: dict[str, Any] = {"hardware": list(hardware), "extractor": extractor}
-    if networks:
-        params["networks"] = list(networks)
     return store.con.execute(f"""
         SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
                m.mean_latency_s, f.n_stores, f.dim, f."values"
@@ -73,9 +108,10 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
         JOIN tasks t ON t.task_id = c.task_id
         JOIN hardware h ON h.hardware_id = c.hardware_id
         JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
-        WHERE h.name IN (SELECT unnest($hardware)) {network_filter}
+        WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}
         QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
-        ORDER BY h.name, t.workload_hash, c.candidate_id""", params).to_arrow_table()
+        ORDER BY h.name, t.workload_hash, c.candidate_id""",
+        _data_params(hardware, networks, extractor)).to_arrow_table()
 
 
 # ----------------------------------------------------------------------------- calibration

@@ -8,74 +8,36 @@ candidates, finds them stored, and measures only those without a measurement.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
-from core.paths import PROJECT_ROOT
 from core.progress import bar
+from core.spec import Spec
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
-
-DEFAULT_DB = PROJECT_ROOT / "data" / "tenforge.duckdb"
-
-
-def default_db() -> str:
-    return os.environ.get("TENFORGE_DB", str(DEFAULT_DB))
+from tasks.validation import check_db_path, check_outbox, check_positive_ints, default_outbox
 
 
-def default_outbox() -> str | None:
-    """Where this machine's collect runs export their shards ($TENFORGE_OUTBOX; unset: none)."""
-    return os.environ.get("TENFORGE_OUTBOX") or None
+@dataclass(frozen=True)
+class CollectSpec(Spec):
+    """A validated collect request (the profile's real name, the outbox resolved)."""
+
+    hardware: str
+    networks: tuple[str, ...]
+    candidates_per_task: int
+    seed: int
+    batch_size: int
+    measure_batch: int
+    outbox: str | None
 
 
-def check_outbox(outbox: str | None) -> None:
-    """An outbox must be a folder we can write (created when its parent exists)."""
-    if not outbox:
-        return
-    path = Path(outbox)
-    if path.exists() and not path.is_dir():
-        raise TenforgeError(f"outbox {path} is a file; give a folder for the exported shards")
-    if not path.exists() and not path.parent.is_dir():
-        raise TenforgeError(f"outbox {path}: folder {path.parent} does not exist")
-
-
-def prepare_db_path(db: str | Path) -> Path:
-    """The store path; the default data/ folder is created, any other folder must exist."""
-    path = Path(db).expanduser().resolve()
-    if path == DEFAULT_DB.resolve():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir():
-        raise TenforgeError(f"--db {path} is a folder; give a file path such as "
-                            f"{path / 'tenforge.duckdb'}")
-    if not path.parent.is_dir():
-        raise TenforgeError(f"cannot create store {path}: folder {path.parent} does not exist")
-    if not path.exists():  # a new store: find out now, not after a run's work, that we can
-        try:
-            tempfile.TemporaryFile(dir=path.parent).close()
-        except OSError as exc:
-            raise TenforgeError(f"store {path} cannot be written: cannot create files in "
-                                f"{path.parent} ({exc.strerror}); pick a writable --db") from None
-    return path
-
-
-def check_positive_ints(**values: object) -> None:
-    """Refuse the first value that is not a positive integer (bools are not integers here);
-    names are keyword names, shown with spaces: measure_batch -> "measure batch"."""
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise TenforgeError(f"{name.replace('_', ' ')} must be a positive integer, "
-                                f"got {value!r}")
-
-
-def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task: int,
-                     batch_size: int, measure_batch: int = 16) -> HardwareProfile:
-    """Check every collect parameter before anything is written; return the profile."""
+def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
+                     candidates_per_task: int, seed: int = 0, batch_size: int = 1,
+                     measure_batch: int = 16, outbox: str | None = None) -> CollectSpec:
+    """Check every collect parameter before anything is written (writes nothing itself)."""
     from tasks.networks import network_def  # torch: imported only when a network is named
 
     if isinstance(networks, str):
@@ -88,7 +50,11 @@ def validate_collect(hardware: str, networks: Sequence[str], candidates_per_task
                         measure_batch=measure_batch)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
-    return profile
+    outbox = outbox or default_outbox()
+    check_outbox(outbox)
+    return CollectSpec(db=check_db_path(db), hardware=profile.name, networks=tuple(networks),
+                       candidates_per_task=candidates_per_task, seed=seed,
+                       batch_size=batch_size, measure_batch=measure_batch, outbox=outbox)
 
 
 def register_network(db: str, profile: HardwareProfile, network: str, batch_size: int,

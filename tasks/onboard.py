@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import TenforgeError
+from core.spec import Spec
 from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
@@ -53,13 +54,28 @@ def operator_kind(task_name: str) -> str:
     return name.removeprefix("fused_")
 
 
-def validate_onboard(db: str | None, hardware: str, candidates: int,
-                     parent: str | None, strategy: str = "residual") -> dict[str, Any]:
-    """Cheap checks before any work; returns the resolved request."""
+@dataclass(frozen=True)
+class OnboardSpec(Spec):
+    """A validated onboard request (the profile's real name; parent None: choose one)."""
+
+    hardware: str
+    candidates: int
+    parent: str | None
+    family: str
+    strategy: str
+    seed: int
+
+
+def validate_onboard(db: str | None, hardware: str, candidates: int, parent: str | None,
+                     family: str = "xgb", strategy: str = "residual",
+                     seed: int = 0) -> OnboardSpec:
+    """Cheap checks before any work."""
+    from models.registry import model_class
     from models.transfer import check_strategy_name
-    from tasks.collect import check_positive_ints, default_db, prepare_db_path
+    from tasks.validation import check_db_path, check_positive_ints
 
     check_strategy_name(strategy)
+    model_class(family)  # an unknown family fails here
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     check_positive_ints(candidates=candidates)
@@ -67,12 +83,12 @@ def validate_onboard(db: str | None, hardware: str, candidates: int,
         raise TenforgeError(f"candidates must be at least {4 * PER_TASK} (4 tasks of "
                             f"{PER_TASK}: some are held out to score the models), got "
                             f"{candidates}")
-    path = str(prepare_db_path(db or default_db()))
+    path = check_db_path(db)
     if parent is not None:
         with Store(path, read_only=True) as store:
             store.model_row(parent)  # an unknown id fails here, in one line
-    return {"db": path, "hardware": profile.name, "candidates": candidates, "parent": parent,
-            "strategy": strategy}
+    return OnboardSpec(db=path, hardware=profile.name, candidates=candidates, parent=parent,
+                       family=family, strategy=strategy, seed=seed)
 
 
 def model_for_tuning(db: str, hardware: str) -> str | None:
@@ -142,12 +158,6 @@ def default_parent(db: str, target: str) -> str | None:
     """The newest pre-trained model that never saw the target's data (None: there is none)."""
     with Store(db, read_only=True) as store:
         return store.newest_pretrained(unseen_by=target)
-
-
-def source_profiles(db: str, target: str) -> list[str]:
-    from tasks.training import default_hardware
-
-    return [h for h in default_hardware(db) if h != target]
 
 
 def accuracy_table(result: dict[str, Any], markdown: bool = False) -> str:

@@ -7,6 +7,7 @@ from prefect import get_run_logger, task
 
 from tasks import collect
 from tasks.hardware import resolve_profile
+from tasks.retune import RetuneSpec
 
 
 @task(name="import-network", tags=["tvm"], task_run_name="import {network}")
@@ -35,14 +36,16 @@ def measure_candidates(db: str, hardware: str, task_ids: list[int], measure_batc
 @task(name="record-run")
 def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str | None,
                status: str, summary: dict | None = None) -> None:
-    """Start (summary None) or finish a row in the store's `runs` table (provenance)."""
+    """Start (summary None) or finish a row in the store's `runs` table (provenance). The
+    first write of every flow: the default data/ folder is made here, not in validation."""
     from importlib.metadata import version
 
     from core.tvm_env import tvm_version
     from storage.store import Store
     from tasks.hardware import this_host
+    from tasks.validation import prepare_db_path
 
-    with Store(db) as store:
+    with Store(prepare_db_path(db)) as store:
         if summary is None:
             store.start_run(run_id, flow, parameters, hardware=hardware, host=this_host(),
                             tvm_version=tvm_version(), tenforge_version=version("tenforge"))
@@ -57,9 +60,10 @@ def load_seed_if_empty(db: str) -> dict:
     from storage.queries import measurement_count
     from storage.seed import SEED_DIR, load_shards
     from storage.store import Store
+    from tasks.validation import prepare_db_path
 
     logger = get_run_logger()
-    with Store(db) as store:
+    with Store(prepare_db_path(db)) as store:  # the pipeline's first write
         existing = measurement_count(store)
     if existing:
         logger.info(f"store has {existing} measurements: seed dataset not loaded")
@@ -151,15 +155,53 @@ def network_hash(network: str, batch_size: int, input_size: int) -> str:
 
 
 @task(name="tune-network", tags=["tvm", "measure"],
-      task_run_name="tune {spec[network]} on {spec[hardware]}")
-def tune_network(spec: dict, tuning_id: str) -> dict:
+      task_run_name="tune {spec.network} on {spec.hardware}")
+def tune_network(spec: RetuneSpec, tuning_id: str) -> dict:
     """Tune with MetaSchedule driven by the chosen cost model, measure end to end, store it."""
     from tasks.artifacts import progress_reporter
     from tasks.retune import run_retune
 
-    progress = progress_reporter("retune-progress", f"{spec['network']} on {spec['hardware']}: "
-                                 f"trials measured of {spec['trials']}")
+    progress = progress_reporter("retune-progress", f"{spec.network} on {spec.hardware}: "
+                                 f"trials measured of {spec.trials}")
     result = run_retune(spec, tuning_id, report=get_run_logger().info,
-                        on_trials=lambda done: progress(done, spec["trials"]))
-    progress(spec["trials"], spec["trials"])  # done, also when a time budget ended it early
+                        on_trials=lambda done: progress(done, spec.trials))
+    progress(spec.trials, spec.trials)  # done, also when a time budget ended it early
     return result
+
+
+@task(name="skip-check", task_run_name="unchanged since the last retune?")
+def unchanged_tuning(spec: RetuneSpec, network_hash: str) -> dict | None:
+    """The last tuning run when network, profile, cost model and budget are all unchanged."""
+    from tasks.retune import unchanged_since_last
+
+    return unchanged_since_last(spec, network_hash)
+
+
+@task(name="has-measurements")
+def has_measurements(db: str, hardware: str) -> bool:
+    from tasks.onboard import has_measurements as check
+
+    return check(db, hardware)
+
+
+@task(name="choose-parent", task_run_name="pre-trained model for {hardware}")
+def default_parent(db: str, hardware: str) -> str | None:
+    """The newest pre-trained model that never saw `hardware` (None: there is none)."""
+    from tasks.onboard import default_parent as choose
+
+    return choose(db, hardware)
+
+
+@task(name="source-profiles")
+def source_profiles(db: str, hardware: str) -> list[str]:
+    """Every profile with measurements in the store except `hardware`."""
+    from tasks.training import default_hardware
+
+    return [h for h in default_hardware(db) if h != hardware]
+
+
+@task(name="model-for-tuning", task_run_name="model retune would use on {hardware}")
+def model_for_tuning(db: str, hardware: str) -> str | None:
+    from tasks.onboard import model_for_tuning as choose
+
+    return choose(db, hardware)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
+from core.spec import Spec
 from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
@@ -86,16 +87,35 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
                             f"--cost-model {BASELINE}")
 
 
+@dataclass(frozen=True)
+class RetuneSpec(Spec):
+    """A validated retune request: the profile's real name, the cost model chosen (and why)."""
+
+    network: str
+    hardware: str
+    trials: int
+    minutes: float | None
+    cost_model: str  # a registered model id, or BASELINE
+    model_path: str | None  # its artifact (None: BASELINE, trained from scratch while tuning)
+    scheduler: str
+    flops_share: float
+    batch_size: int
+    input_size: int
+    seed: int
+    population: int
+    model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
+
+
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
-                    population: int = 256) -> dict[str, Any]:
+                    population: int = 256) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from models.registry import load_model
-    from tasks.collect import check_positive_ints, default_db, prepare_db_path
     from tasks.networks import network_def
     from tasks.tuning import SCHEDULERS
+    from tasks.validation import check_db_path, check_positive_ints
 
     definition = network_def(network)
     profile = resolve_profile(hardware)
@@ -109,7 +129,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                             f"{', '.join(SCHEDULERS)}")
     if not 0 < flops_share <= 1:
         raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
-    path = str(prepare_db_path(db or default_db()))
+    path = check_db_path(db)
     if scheduler == "instant" and cost_model == BASELINE:
         raise TenforgeError(f"the instant scheduler ranks candidates with a learned model; "
                             f"{BASELINE} starts untrained: name a registered model or leave "
@@ -141,30 +161,30 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
-    return {"db": path, "network": network, "hardware": profile.name, "trials": trials,
-            "minutes": minutes, "cost_model": cost_model or BASELINE, "model_path": model_path,
-            "scheduler": scheduler, "flops_share": flops_share, "batch_size": batch_size,
-            "input_size": definition.default_size, "seed": seed,
-            "population": population, "model_choice": choice}
+    return RetuneSpec(db=path, network=network, hardware=profile.name, trials=trials,
+                      minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
+                      scheduler=scheduler, flops_share=flops_share, batch_size=batch_size,
+                      input_size=definition.default_size, seed=seed, population=population,
+                      model_choice=choice)
 
 
-def unchanged_since_last(spec: dict[str, Any], network_hash: str) -> dict[str, Any] | None:
+def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
     """The last tuning run if it had the same network, profile, cost model and budget (then
     there is nothing new to learn), else None."""
-    if not Path(spec["db"]).exists():
+    if not Path(spec.db).exists():
         return None
-    profile = resolve_profile(spec["hardware"])
-    with Store(spec["db"], read_only=True) as store:
-        last = store.last_tuning(spec["network"], profile.name, spec["batch_size"])
+    profile = resolve_profile(spec.hardware)
+    with Store(spec.db, read_only=True) as store:
+        last = store.last_tuning(spec.network, profile.name, spec.batch_size)
     if last is None:
         return None
     same = (last["network_hash"] == network_hash
             and last["profile_hash"] == profile_hash(profile)
-            and last["cost_model"] == spec["cost_model"]
-            and last["trials_budget"] == spec["trials"]
-            and last["scheduler"] == spec["scheduler"]
-            and last["flops_share"] == spec["flops_share"]
-            and last["population"] == spec["population"])
+            and last["cost_model"] == spec.cost_model
+            and last["trials_budget"] == spec.trials
+            and last["scheduler"] == spec.scheduler
+            and last["flops_share"] == spec.flops_share
+            and last["population"] == spec.population)
     return last if same else None
 
 
@@ -178,12 +198,12 @@ def network_hash(network: str, batch_size: int, input_size: int) -> str:
 MS_DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 
 
-def unfinished_database(db: str, spec: dict[str, Any], tuning_id: str) -> Path | None:
+def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | None:
     """The tuning database of the newest retune of the same network, size and profile that
     never finished (killed, or failed after measuring), if it measured anything."""
     with Store(db, read_only=True) as store:
-        runs = queries.unfinished_retunes(store, tuning_id, spec["hardware"], spec["network"],
-                                          spec["batch_size"])
+        runs = queries.unfinished_retunes(store, tuning_id, spec.hardware, spec.network,
+                                          spec.batch_size)
     for run_id in runs:
         folder = tuning_dir(db) / run_id
         records = folder / MS_DATABASE_FILES[1]
@@ -192,7 +212,7 @@ def unfinished_database(db: str, spec: dict[str, Any], tuning_id: str) -> Path |
     return None
 
 
-def resume_from(db: str, spec: dict[str, Any], tuning_id: str, work_dir: Path,
+def resume_from(db: str, spec: RetuneSpec, tuning_id: str, work_dir: Path,
                 report: Callable[[str], None]) -> str | None:
     """Start `work_dir` with what a killed retune of the same network and profile measured:
     MetaSchedule's search then starts from those records (its initial population takes the
@@ -210,31 +230,31 @@ def resume_from(db: str, spec: dict[str, Any], tuning_id: str, work_dir: Path,
     return found.name
 
 
-def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], None] = print,
+def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] = print,
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune (resuming what a killed retune of the same request measured), then record the run
     and its curve in one transaction; returns the summary."""
     from core.tvm_env import tvm_version
     from tasks.tuning import tune_network
 
-    profile = resolve_profile(spec["hardware"])
-    work_dir = tuning_dir(spec["db"]) / tuning_id
-    resumed = resume_from(spec["db"], spec, tuning_id, work_dir, report)
-    result = tune_network(spec["network"], profile, work_dir, spec["trials"],
-                          minutes=spec["minutes"],
-                          cost_model=spec["model_path"] or "xgb", scheduler=spec["scheduler"],
-                          flops_share=spec["flops_share"], seed=spec["seed"],
-                          population=spec["population"],
-                          batch_size=spec["batch_size"], input_size=spec["input_size"],
+    profile = resolve_profile(spec.hardware)
+    work_dir = tuning_dir(spec.db) / tuning_id
+    resumed = resume_from(spec.db, spec, tuning_id, work_dir, report)
+    result = tune_network(spec.network, profile, work_dir, spec.trials,
+                          minutes=spec.minutes,
+                          cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
+                          flops_share=spec.flops_share, seed=spec.seed,
+                          population=spec.population,
+                          batch_size=spec.batch_size, input_size=spec.input_size,
                           report=report, on_trials=on_trials)
     row = {
-        "tuning_id": tuning_id, "network": spec["network"], "batch_size": spec["batch_size"],
-        "input_size": spec["input_size"], "network_hash": result.network_hash,
+        "tuning_id": tuning_id, "network": spec.network, "batch_size": spec.batch_size,
+        "input_size": spec.input_size, "network_hash": result.network_hash,
         "hardware": profile.name, "profile_hash": profile_hash(profile),
-        "cost_model": spec["cost_model"], "scheduler": spec["scheduler"],
-        "trials_budget": spec["trials"], "minutes_budget": spec["minutes"],
-        "flops_share": spec["flops_share"], "seed": spec["seed"],
-        "population": spec["population"],
+        "cost_model": spec.cost_model, "scheduler": spec.scheduler,
+        "trials_budget": spec.trials, "minutes_budget": spec.minutes,
+        "flops_share": spec.flops_share, "seed": spec.seed,
+        "population": spec.population,
         "tasks_total": result.tasks_total, "tasks_tuned": len(result.tasks_tuned),
         "trials": result.trials, "errors": result.errors, "search_s": result.search_s,
         "estimated_latency_s": result.estimated_s,
@@ -249,11 +269,11 @@ def run_retune(spec: dict[str, Any], tuning_id: str, report: Callable[[str], Non
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
               "estimated_latency_s": p.estimated_s} for p in result.curve]
-    with Store(spec["db"]) as store, store.transaction():
+    with Store(spec.db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())
         store.record_tuning(row, curve)
-    return {"tuning_id": tuning_id, "network": spec["network"], "hardware": profile.name,
-            "cost_model": spec["cost_model"], "trials": result.trials,
+    return {"tuning_id": tuning_id, "network": spec.network, "hardware": profile.name,
+            "cost_model": spec.cost_model, "trials": result.trials,
             "search_s": round(result.search_s, 1),
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from bench.faults import (
-    check_bad_inputs,
-    cli,
+from bench._faults_common import cli
+from bench.bad_inputs import check_bad_inputs
+from bench.fault_kills import (
     collect_args,
     kill_during_trials,
     kill_loop,

@@ -118,7 +118,7 @@ def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tas
     from tvm.s_tir import meta_schedule as ms
 
     from tasks.schedulers import create_scheduler
-    from tasks.tuning import _recorder
+    from tasks.tuning.log import recorder as _recorder
     from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
 
     contexts = matmul_contexts(n_tasks)

@@ -1,0 +1,45 @@
+"""The pipeline flow's request: collect's checks plus those of the steps it chains."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.errors import TenforgeError
+from core.spec import Spec
+from tasks.collect import validate_collect
+from tasks.validation import check_positive_ints
+
+
+@dataclass(frozen=True)
+class PipelineSpec(Spec):
+    """A validated pipeline request (the profile's real name)."""
+
+    hardware: str
+    networks: tuple[str, ...]
+    candidates_per_task: int
+    seed: int
+    search_trials: int
+    search_budget_s: float
+    retune_network: str
+    retune_trials: int
+    calibration_candidates: int
+
+
+def validate_pipeline(db: str | None, hardware: str, networks: list[str],
+                      candidates_per_task: int, seed: int = 0, search_trials: int = 4,
+                      search_budget_s: float = 120.0, retune_network: str = "tiny_cnn",
+                      retune_trials: int = 16, calibration_candidates: int = 96
+                      ) -> PipelineSpec:
+    from tasks.networks import network_def
+
+    collect = validate_collect(db, hardware, networks, candidates_per_task, seed)
+    network_def(retune_network)
+    check_positive_ints(search_trials=search_trials, retune_trials=retune_trials,
+                        calibration_candidates=calibration_candidates)
+    if not search_budget_s > 0:
+        raise TenforgeError(f"search budget must be > 0 s, got {search_budget_s}")
+    return PipelineSpec(db=collect.db, hardware=collect.hardware, networks=collect.networks,
+                        candidates_per_task=candidates_per_task, seed=seed,
+                        search_trials=search_trials, search_budget_s=search_budget_s,
+                        retune_network=retune_network, retune_trials=retune_trials,
+                        calibration_candidates=calibration_candidates)

@@ -1,0 +1,161 @@
+"""One tuning run end to end: import, select, search, compile, time (tune_network)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from core.errors import TenforgeError
+from core.hardware import HardwareProfile
+from tasks.constraints import rules_for
+from tasks.schedulers import create_scheduler
+from tasks.tuning.contexts import tune_contexts
+from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
+from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
+
+
+@dataclass
+class TuningResult:
+    network: str
+    hardware: str
+    cost_model: str
+    scheduler: str
+    tasks_total: int
+    tasks_tuned: list[str]
+    trials: int
+    errors: int
+    search_s: float
+    stop_reason: str  # trials | deadline | interrupt | exhausted
+    estimated_s: float | None
+    untuned: dict[str, Any]
+    tuned: dict[str, Any]
+    curve: list[CurvePoint]
+    database_dir: str
+    network_hash: str
+    trials_per_task: dict[str, int]
+    rejected_by_rules: int = 0
+
+    @property
+    def speedup(self) -> float:
+        return self.untuned["latency_s"] / self.tuned["latency_s"]
+
+
+def _e2e(run: dict[str, Any]) -> dict[str, Any]:
+    secs = run["run_secs"]
+    return {"latency_s": float(np.median(secs)), "run_secs": secs, "compile_s": run["compile_s"],
+            "tuned_functions": len(run["tuned_functions"]),
+            "tir_functions": run["tir_functions"]}
+
+
+def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, trials: int,
+                 minutes: float | None = None, cost_model: str = "xgb",
+                 scheduler: str = "gradient", flops_share: float = 0.9,
+                 trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
+                 batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
+                 constraints: bool = True, report: Callable[[str], None] = print,
+                 on_trials: Callable[[int], None] | None = None,
+                 instant_top: int | None = None) -> TuningResult:
+    """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
+    (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
+    per turn of a task) defaults to what gives every tuned task at least two turns.
+    `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
+    Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
+    over the tasks) out of `population` ranked by the model (tasks.instant)."""
+    from core.tvm_env import load_tvm, structural_hash_hex
+    from tasks.measure import Measurer, WorkerFailure
+    from tasks.ms_backend import ms_builder, ms_runner
+    from tasks.workloads import import_to_relax
+
+    if scheduler not in SCHEDULERS:
+        raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
+    tvm = load_tvm(profile.target)
+    from tvm.s_tir import meta_schedule as ms
+
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    relax_mod = import_to_relax(network, batch_size, input_size)
+    relax_json = tvm.ir.save_json(relax_mod)
+    target = profile.tvm_target()
+    extracted = list(ms.relax_integration.extract_tasks(relax_mod, target))
+    from tvm.s_tir import analysis
+
+    shares = [TaskShare(str(t.task_name), float(analysis.estimate_tir_flops(t.dispatched[0])),
+                        int(t.weight)) for t in extracted]
+    chosen = select_tasks(shares, flops_share)
+    report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
+           f">= {flops_share:.0%} of FLOPs x occurrences")
+    log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
+                    report=report, on_trials=on_trials, budget=trials)
+    instant = scheduler == "instant"
+    rules = rules_for(profile) if constraints and not instant else []
+    contexts: list[Any] = []
+    if not instant:
+        contexts, context_task = tune_contexts(
+            [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
+            per_design_space=scheduler == "dual", on_reject=log.note_rejection)
+        log.set_contexts(context_task)
+    if len(contexts) > len(chosen):
+        report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
+    if rules:
+        report("resource-constraint rules: " + ", ".join(map(str, rules)))
+    if trials_per_iter is None:  # every context gets at least two rounds of the budget
+        trials_per_iter = max(4, min(64, trials // (2 * max(len(contexts), 1))))
+    model: Any = "xgb"
+    if cost_model != "xgb" and not instant:
+        from models.ms_adapter import learned_cost_model
+
+        model = learned_cost_model(cost_model, profile)
+    database = ms.database.JSONDatabase(work_dir=str(work_dir))
+    with Measurer(profile) as measurer:
+        untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
+        report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
+        log.started = time.monotonic()  # the search budget starts now, after the untuned run
+        log.deadline = log.started + 60 * minutes if minutes else None
+        with stop_on_signals(log):
+            if instant:
+                from tasks.instant import instant_tune, measure_top_for
+
+                top = instant_top or measure_top_for(trials, len(chosen))
+                log.budget = top * len(chosen)  # what it plans to measure
+                report(f"instant: per task, rank {population} sampled candidates with the "
+                       f"model and measure the top {top}")
+                instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
+                             database, cost_model, log, measurer, samples=population,
+                             measure_top=top, seed=seed, report=report)
+            else:
+                ms.tune_tasks(tasks=contexts,
+                              task_weights=[log.context_weight(c)
+                                            for c in range(len(contexts))],
+                              work_dir=str(work_dir),
+                              max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                              builder=ms_builder(measurer), runner=ms_runner(measurer),
+                              database=database, cost_model=model,
+                              measure_callbacks=[
+                                  *ms.measure_callback.MeasureCallback.create("default"),
+                                  recorder(log)],
+                              task_scheduler=create_scheduler(scheduler, log, seed))
+        search_s = time.monotonic() - log.started
+        report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
+               f"{search_s:.0f} s; compiling with the best schedules found")
+        try:
+            tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
+        except (RuntimeError, WorkerFailure) as exc:
+            raise TenforgeError(f"{network} with the tuned schedules of {work_dir} failed to "
+                                f"compile or run: {exc}; earlier tuning results are "
+                                "untouched") from None
+    result = TuningResult(
+        network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
+        tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
+        errors=log.errors, search_s=search_s, stop_reason=log.final_reason(),
+        estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
+        database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
+        trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
+        rejected_by_rules=log.rejected_by_rules)
+    report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
+           f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
+           f"{result.tuned['tir_functions']} functions from the database)")
+    return result

@@ -1,0 +1,57 @@
+"""`tenforge ...`: the things people do by hand (run a flow, import/export data, query, list).
+
+Imports are lazy: TVM, torch and Prefect take seconds to import, and `--help` or a bad
+argument should answer at once. Errors the user can fix print one line and exit with 2.
+
+Modules: `parser` (every command and option), `run_commands` (the flows), `data_commands`
+(listing, querying, reporting, import/export), `service_commands` (service, dashboard).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+ENV_DEFAULTS = {
+    # Prefect: no telemetry, and a patient ephemeral API start on a busy 2-core machine (FACTS.md).
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "60",
+    # OpenMP threads that spin while waiting starve each other when the cores are busy (a
+    # collect running beside training): XGBoost's 60-round fit took 8.0 s instead of 1.1 s.
+    # Must be set before libgomp loads, hence here.
+    "OMP_WAIT_POLICY": "passive",
+}
+
+
+def bootstrap() -> None:
+    """Put the project root on sys.path and set environment defaults (idempotent)."""
+    if not (PROJECT_ROOT / "flows").is_dir():
+        raise SystemExit(f"tenforge: error: project folders not found next to {PROJECT_ROOT}; "
+                         "install tenforge with `pip install -e .` from its checkout")
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+    for key, value in ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    # torch.export's pytree and TVM's frontends warn loudly about their own internals.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def main(argv: list[str] | None = None) -> int:
+    bootstrap()  # before any project import: it puts the project root on sys.path
+    from core.errors import TenforgeError
+    from tenforge.cli.parser import build_parser
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TenforgeError as exc:
+        print(f"tenforge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tenforge: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,7 @@
+"""`python -m tenforge.cli ARGS`, as the `tenforge` command."""
+
+import sys
+
+from tenforge.cli import main
+
+sys.exit(main())

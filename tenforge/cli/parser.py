@@ -1,0 +1,269 @@
+"""The argument parser: every command, its options and their defaults, in one place."""
+
+from __future__ import annotations
+
+import argparse
+
+from models.search import FAMILIES, METRICS
+from models.splits import SPLITS
+from models.transfer import STRATEGIES
+from tasks.tuning import SCHEDULERS
+from tenforge.cli import data_commands as data
+from tenforge.cli import run_commands as run
+from tenforge.cli import service_commands as service
+
+# The choices come from the registries of the floors below (none imports torch, TVM or
+# Prefect at import time, so `--help` still answers at once).
+
+
+def _networks(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
+
+
+def _json_object(value: str) -> dict:
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {value!r} ({exc.msg})")
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"hidden\": 64}}', "
+                                         f"got {value!r}")
+    return parsed
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (plus where to look) and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tasks.validation import default_db
+
+    parser = _Parser(prog="tenforge", description="tenforge: learn how fast tensor programs run on each hardware target; tune DNNs faster with it.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def db_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--db", default=default_db(),
+                       help="DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb)")
+
+    p = sub.add_parser("collect", help="measure candidates of networks on a hardware profile")
+    p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
+    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"],
+                   help="comma-separated zoo networks (`tenforge networks`)")
+    p.add_argument("--candidates", type=_positive, default=8, help="candidates per task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--measure-batch", type=_positive, default=16,
+                   help="candidates built together before being run")
+    p.add_argument("--outbox", default=None,
+                   help="export this run's shard to this folder, for a central store to "
+                        "ingest (default: $TENFORGE_OUTBOX; unset = no export)")
+    db_option(p)
+    p.set_defaults(func=run.cmd_collect)
+
+    p = sub.add_parser("onboard", help="first contact with a profile: measure a calibration "
+                                       "set, fine-tune a pre-trained model, report accuracy")
+    p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
+    p.add_argument("--candidates", type=_positive, default=256,
+                   help="calibration set size (12 per task)")
+    p.add_argument("--parent", default=None, help="pre-trained model id to fine-tune (default: "
+                                                  "the newest one that never saw this profile)")
+    p.add_argument("--family", default="xgb",
+                   help="family to pre-train when the store has no pre-trained model")
+    p.add_argument("--strategy", default="residual",
+                   choices=STRATEGIES,
+                   help="fine-tuning strategy (residual: frozen model + a small model of its "
+                        "errors)")
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=run.cmd_onboard)
+
+    p = sub.add_parser("ingest", help="load the shards other machines exported into this store "
+                                      "(checksummed, idempotent, resumable)")
+    p.add_argument("sources", nargs="*", help="folders with exported shards (default: "
+                                              "$TENFORGE_INBOX or data/inbox)")
+    db_option(p)
+    p.set_defaults(func=run.cmd_ingest)
+
+    p = sub.add_parser("pipeline", help="the main job on embedded defaults")
+    p.add_argument("--hardware", default="local")
+    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"])
+    p.add_argument("--candidates", type=_positive, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=run.cmd_pipeline)
+
+    p = sub.add_parser("hardware", help="list hardware profiles")
+    p.set_defaults(func=data.cmd_hardware)
+    p = sub.add_parser("networks", help="list zoo networks")
+    p.set_defaults(func=data.cmd_networks)
+
+    p = sub.add_parser("query", help="run SQL on the store (read-only)")
+    p.add_argument("sql")
+    db_option(p)
+    p.set_defaults(func=data.cmd_query)
+
+    p = sub.add_parser("import-ms", help="load a MetaSchedule JSON database into the store")
+    p.add_argument("work_dir", help="folder with database_workload.json and "
+                                    "database_tuning_record.json")
+    p.add_argument("--hardware", required=True, help="profile the records were measured on")
+    db_option(p)
+    p.set_defaults(func=data.cmd_import_ms)
+
+    p = sub.add_parser("export-ms", help="write a hardware's measurements as a MetaSchedule "
+                                         "JSON database")
+    p.add_argument("work_dir")
+    p.add_argument("--hardware", required=True)
+    db_option(p)
+    p.set_defaults(func=data.cmd_export_ms)
+
+    p = sub.add_parser("search", help="Optuna search for the best cost model on held-out tasks")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated profiles (default: all in the store)")
+    p.add_argument("--networks", type=_networks, default=None, help="only these networks' tasks")
+    p.add_argument("--split", default="by_task",
+                   choices=SPLITS)
+    p.add_argument("--holdout", type=_networks, default=None,
+                   help="hardware (by_target) or networks (by_network) to test on")
+    p.add_argument("--families", type=_networks, default=None,
+                   help=f"comma-separated, of: {','.join(FAMILIES)}")
+    p.add_argument("--trials", type=_positive, default=20, help="total trials of the study")
+    p.add_argument("--time-budget", type=float, default=900.0, help="seconds")
+    p.add_argument("--metric", default="peak1", choices=METRICS)
+    p.add_argument("--multi-objective", action="store_true",
+                   help="also maximize pairwise accuracy and minimize training time")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-epochs", type=_positive, default=30)
+    p.add_argument("--study", default=None, help="study name (a re-run continues it)")
+    db_option(p)
+    p.set_defaults(func=run.cmd_search)
+
+    p = sub.add_parser("pretrain", help="train one model across source hardware profiles")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated source profiles (default: all in the store)")
+    p.add_argument("--family", default="mlp", help="model family (see `tenforge search -h`)")
+    p.add_argument("--params", type=_json_object, default=None,
+                   help="hyperparameters as JSON, e.g. '{\"hidden\": 64}'")
+    p.add_argument("--from-model", default=None,
+                   help="reuse a registered model's kind and configuration (the search winner)")
+    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=run.cmd_pretrain)
+
+    p = sub.add_parser("transfer", help="fine-tune a registered model to a target profile")
+    p.add_argument("parent", nargs="?", default=None,
+                   help="model id of the pre-trained model (default: the newest pre-trained)")
+    p.add_argument("--hardware", default="local", help="target profile")
+    p.add_argument("--samples", type=_positive, default=200,
+                   help="target measurements to fine-tune on")
+    p.add_argument("--all-samples", dest="samples", action="store_const", const=None,
+                   help="fine-tune on every target measurement of the training tasks")
+    p.add_argument("--strategy", default="full",
+                   choices=STRATEGIES)
+    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    db_option(p)
+    p.set_defaults(func=run.cmd_transfer)
+
+    p = sub.add_parser("retune", help="tune a network with the best learned cost model and "
+                                      "measure its end-to-end latency")
+    p.add_argument("network", help="a zoo network (`tenforge networks`)")
+    p.add_argument("--hardware", default="local", help="hardware profile")
+    p.add_argument("--trials", type=_positive, default=64, help="measured candidates in all")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="wall-clock budget of the search (default: none)")
+    p.add_argument("--cost-model", default=None,
+                   help="registered model id, or metaschedule-xgb (default: the best "
+                        "registered model for this hardware)")
+    p.add_argument("--scheduler", default="gradient", choices=SCHEDULERS,
+                   help="task scheduler: gradient (MetaSchedule's), round-robin, gain "
+                        "(tenforge's expected gain), dual (gain per task and design space), "
+                        "instant (no search: per task rank --population sampled candidates "
+                        "with the learned model, measure the top trials/tasks)")
+    p.add_argument("--flops-share", type=float, default=0.9,
+                   help="tune the tasks that carry this share of FLOPs x occurrences")
+    p.add_argument("--population", type=_positive, default=256,
+                   help="evolutionary search population per round (smaller: faster rounds)")
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true",
+                   help="tune even if nothing changed since the last run")
+    db_option(p)
+    p.set_defaults(func=run.cmd_retune)
+
+    p = sub.add_parser("service", help="the service: Prefect server + UI, and for each hardware "
+                                       "profile of this machine a work pool, its deployments "
+                                       "and a worker")
+    p.add_argument("action", choices=["start", "join", "stop", "status", "deployments"],
+                   help="start: server + this machine; join: add this machine to a server "
+                        "elsewhere (--api); deployments: list (or --write) this machine's")
+    p.add_argument("--host", default="127.0.0.1", help="address of the server (and UI)")
+    p.add_argument("--port", type=_positive, default=4200)
+    p.add_argument("--api", default=None, help="join: the server's API, http://HOST:4200/api")
+    p.add_argument("--profiles", type=_networks, default=None,
+                   help="comma-separated profiles to serve (default: every profile this "
+                        "machine can run, `tenforge hardware`)")
+    p.add_argument("--write", default=None, help="deployments: write them as a prefect.yaml")
+    p.add_argument("--no-deploy", action="store_true",
+                   help="start server, pools and workers, but do not (re)deploy")
+    p.set_defaults(func=service.cmd_service)
+
+    p = sub.add_parser("dashboard", help="Optuna's dashboard for the store's search studies")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_positive, default=8080)
+    db_option(p)
+    p.set_defaults(func=service.cmd_dashboard)
+
+    p = sub.add_parser("report", help="what the store holds: measurements, best latencies, "
+                                      "model leaderboard, tuning history")
+    p.add_argument("--markdown", action="store_true", help="Markdown instead of plain text")
+    p.add_argument("--hardware", default=None, help="only this profile (`local` ok)")
+    db_option(p)
+    p.set_defaults(func=data.cmd_report)
+
+    p = sub.add_parser("models", help="registered cost models, what they were trained on, and "
+                                      "their held-out metrics")
+    p.add_argument("--hardware", default=None,
+                   help="only models whose training data includes this profile (`local` ok)")
+    db_option(p)
+    p.set_defaults(func=data.cmd_models)
+
+    from storage.seed import SEED_DIR
+
+    p = sub.add_parser("dataset", help="the shipped seed dataset: load, export, describe")
+    dsub = p.add_subparsers(dest="dataset_command", required=True, parser_class=_Parser)
+    p = dsub.add_parser("load-seed", help="load the seed dataset into a store (any store: "
+                                          "rows already there are kept)")
+    p.add_argument("--from", dest="source", default=str(SEED_DIR), help="seed folder")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated profiles to load (default: all)")
+    db_option(p)
+    p.set_defaults(func=data.cmd_dataset_load_seed)
+    p = dsub.add_parser("export-seed", help="write a shard for each finished collect run of a "
+                                            "store that has none yet")
+    p.add_argument("--out", default=str(SEED_DIR), help="seed folder")
+    p.add_argument("--include-running", action="store_true",
+                   help="also runs still marked running (a killed collect)")
+    db_option(p)
+    p.set_defaults(func=data.cmd_dataset_export_seed)
+    p = dsub.add_parser("info", help="what the seed holds, per profile and network")
+    p.add_argument("--from", dest="source", default=str(SEED_DIR), help="seed folder")
+    p.add_argument("--markdown", action="store_true", help="a Markdown table (the datasheet's)")
+    p.add_argument("--datasheet", help="also rewrite the generated block of this Markdown file")
+    p.set_defaults(func=data.cmd_dataset_info)
+    return parser
