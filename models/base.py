@@ -49,6 +49,39 @@ class ModelConfig:
 
 
 class CostModel(ABC):
+    """A model that ranks a task's candidate schedules: `predict` scores, higher = faster.
+
+    Users call the public methods; a family implements the four hooks below them.
+
+    Public (implemented here, the same for every family):
+        fit(train, valid=None, report=None) -> dict
+            Train from scratch. `valid` (optional) drives early stopping; `report(step,
+            value)` is called with the validation top-1 peak score after each epoch or round
+            block (Optuna prunes by raising from it). Returns what happened (train_s,
+            train_rows, and the family's own keys). Refuses an empty `train`.
+        fine_tune(train, valid=None, strategy="full", report=None) -> dict
+            Continue training a trained model in place with one of `STRATEGIES`
+            (models.transfer adds "residual" for every family).
+        predict(data) -> float64 array of len(data)
+            Scores comparable within a task only. Refuses an untrained model.
+        save(path, lineage=None) -> path; registry.load_model(path) -> CostModel
+            A folder: model.json (kind, config, format, trained, lineage) and the weights.
+            Never overwrites an artifact; an untrained model saves and loads too.
+
+    Hooks (what a family implements):
+        _fit(train, valid, report) -> dict      train; call `report` if given
+        _predict(data) -> array                 scores for a trained model
+        _save_weights(path) / _load_weights(path)
+            weights in a safe format (JSON, safetensors-like raw arrays; never pickles)
+        _fine_tune(train, valid, strategy, report) -> dict   only if STRATEGIES is not empty
+
+    Class attributes: `kind` (the registry's name, models/registry.py), `config_class` (a
+    frozen ModelConfig subclass: every hyperparameter, saved with the weights), and
+    `STRATEGIES` (fine-tuning strategies the family supports). Determinism: the same config
+    and seed give the same predictions. tests/models/test_contract.py holds every family to
+    this contract.
+    """
+
     kind: ClassVar[str]
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
     STRATEGIES: ClassVar[tuple[str, ...]] = ()  # fine-tuning strategies this family supports

@@ -4,6 +4,7 @@ aggregated over tasks (weighted by candidates per task), plus prediction speed."
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -19,17 +20,23 @@ from models.metrics import (
     topk_recall,
 )
 
+# The registry of ranking metrics: name -> (labels, scores, task of each row) -> value,
+# aggregated over tasks as DESIGN.md section 3 defines. OBJECTIVES: those a search may
+# maximize (higher is better).
+RANKING_METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]] = {
+    "peak1": lambda y, p, g: per_task(peak_score, y, p, g, k=1),
+    "peak5": lambda y, p, g: per_task(peak_score, y, p, g, k=5),
+    "avg_peak5": lambda y, p, g: per_task(average_peak_score, y, p, g, k=5),
+    "pairwise": lambda y, p, g: per_task(pairwise_accuracy, y, p, g),
+    "recall5": lambda y, p, g: per_task(topk_recall, y, p, g, k=5),
+    "rmse": lambda y, p, g: rmse(y, p),
+}
+OBJECTIVES = ("peak1", "peak5", "pairwise", "avg_peak5")
+
 
 def ranking_metrics(data: Dataset, scores: np.ndarray) -> dict[str, float]:
-    y, g = data.label, data.group
-    return {
-        "peak1": per_task(peak_score, y, scores, g, k=1),
-        "peak5": per_task(peak_score, y, scores, g, k=5),
-        "avg_peak5": per_task(average_peak_score, y, scores, g, k=5),
-        "pairwise": per_task(pairwise_accuracy, y, scores, g),
-        "recall5": per_task(topk_recall, y, scores, g, k=5),
-        "rmse": rmse(y, scores),
-    }
+    return {name: metric(data.label, scores, data.group)
+            for name, metric in RANKING_METRICS.items()}
 
 
 def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:

@@ -20,8 +20,6 @@ import numpy as np
 from core.errors import TenforgeError
 from models.dataset import Dataset
 
-SPLITS = ("within_task", "by_task", "by_target", "by_network")
-
 
 @dataclass(frozen=True)
 class SplitSpec:
@@ -90,43 +88,60 @@ def _no_training_data(spec: SplitSpec, sizes: Any) -> TenforgeError:
                          "or another split")
 
 
+def _within_task(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
+    order = rng.permutation(len(data))
+    groups = data.group[order]
+    # rank of each candidate within its group, as a fraction of the group size
+    rank = np.empty(len(data))
+    for g in np.unique(groups):
+        members = np.flatnonzero(groups == g)
+        rank[members] = np.arange(members.size) / members.size
+    test = order[rank < spec.test_fraction]
+    valid = order[(rank >= spec.test_fraction)
+                  & (rank < spec.test_fraction + spec.valid_fraction)]
+    train = order[rank >= spec.test_fraction + spec.valid_fraction]
+    return train, valid, test
+
+
+def _by_task(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
+    workload = data.group_workload[data.group]
+    tr, va, te = _assign(workload, rng, spec.valid_fraction, spec.test_fraction)
+    return _where(workload, tr), _where(workload, va), _where(workload, te)
+
+
+def _held_out(data: Dataset, spec: SplitSpec, rng: np.random.Generator,
+              in_test: np.ndarray) -> tuple:
+    """Test = the held-out rows; the rest split by task into train and valid."""
+    workload = data.group_workload[data.group]
+    test = np.flatnonzero(in_test)
+    rest = np.flatnonzero(~in_test)
+    tr, va, _ = _assign(workload[rest], rng, spec.valid_fraction, 0.0)
+    return (rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest], list(va))],
+            test)
+
+
+def _by_target(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
+    check_holdout(spec, data.hardware_names, ())
+    hw = np.array(data.hardware_names)[data.candidate_hardware()]
+    return _held_out(data, spec, rng, np.isin(hw, spec.holdout))
+
+
+def _by_network(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
+    check_holdout(spec, (), {n for nets in data.workload_networks.values() for n in nets})
+    held = {w for w, nets in data.workload_networks.items()
+            if any(n in spec.holdout for n in nets)}
+    return _held_out(data, spec, rng, np.isin(data.group_workload[data.group], list(held)))
+
+
+# The registry: kind -> (data, spec, rng) -> (train, valid, test) row indices.
+SPLITTERS = {"within_task": _within_task, "by_task": _by_task, "by_target": _by_target,
+             "by_network": _by_network}
+SPLITS = tuple(SPLITTERS)
+
+
 def make_split(data: Dataset, spec: SplitSpec) -> Split:
     """Split `data` as `spec` says; raises if a part that must not be empty is."""
-    rng = np.random.default_rng(spec.seed)
-    workload = data.group_workload[data.group]
-    if spec.kind == "within_task":
-        order = rng.permutation(len(data))
-        groups = data.group[order]
-        # rank of each candidate within its group, as a fraction of the group size
-        rank = np.empty(len(data))
-        for g in np.unique(groups):
-            members = np.flatnonzero(groups == g)
-            rank[members] = np.arange(members.size) / members.size
-        test = order[rank < spec.test_fraction]
-        valid = order[(rank >= spec.test_fraction)
-                      & (rank < spec.test_fraction + spec.valid_fraction)]
-        train = order[rank >= spec.test_fraction + spec.valid_fraction]
-    elif spec.kind == "by_task":
-        tr, va, te = _assign(workload, rng, spec.valid_fraction, spec.test_fraction)
-        train, valid, test = _where(workload, tr), _where(workload, va), _where(workload, te)
-    elif spec.kind == "by_target":
-        check_holdout(spec, data.hardware_names, ())
-        hw = np.array(data.hardware_names)[data.candidate_hardware()]
-        test = np.flatnonzero(np.isin(hw, spec.holdout))
-        rest = np.flatnonzero(~np.isin(hw, spec.holdout))
-        tr, va, _ = _assign(workload[rest], rng, spec.valid_fraction, 0.0)
-        train, valid = rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest],
-                                                                               list(va))]
-    else:  # by_network
-        check_holdout(spec, (), {n for nets in data.workload_networks.values() for n in nets})
-        held = {w for w, nets in data.workload_networks.items()
-                if any(n in spec.holdout for n in nets)}
-        in_test = np.isin(workload, list(held))
-        test = np.flatnonzero(in_test)
-        rest = np.flatnonzero(~in_test)
-        tr, va, _ = _assign(workload[rest], rng, spec.valid_fraction, 0.0)
-        train, valid = rest[np.isin(workload[rest], list(tr))], rest[np.isin(workload[rest],
-                                                                               list(va))]
+    train, valid, test = SPLITTERS[spec.kind](data, spec, np.random.default_rng(spec.seed))
     split = Split(spec, np.sort(train), np.sort(valid), np.sort(test))
     if split.train.size == 0:
         raise _no_training_data(spec, split.sizes())
