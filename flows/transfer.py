@@ -30,7 +30,8 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
     """
     spec = validate_pretrain(db, hardware, family, params, from_model, networks)
     run_id = current_run_id()
-    with recorded_run(spec.db, run_id, "pretrain", spec.as_run_params(), ",".join(spec.hardware)) as out:
+    with recorded_run(spec.db, run_id, "pretrain", spec.as_run_params(),
+                      ",".join(spec.hardware)) as out:
         out.update(t.pretrain(spec.db, list(spec.hardware), list(spec.networks), spec.family,
                               spec.params, from_model, seed, run_id))
     print(f"pretrain done: {out['model_id']}")

@@ -59,7 +59,8 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
 
 def register_network(db: str, profile: HardwareProfile, network: str, batch_size: int,
                      input_size: int | None = None) -> list[int]:
-    """Import `network` into TVM, store it with its tasks; return the task ids."""
+    """Import `network` into TVM, store it with its tasks, and register the profile (the
+    collect's one write of the hardware row); return the task ids."""
     from storage.store import Store
     from tasks.networks import network_def
     from tasks.workloads import extract_network_tasks
@@ -81,7 +82,7 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     from tasks.sampling import FEATURE_EXTRACTOR, sample_candidates
 
     with Store(db) as store:
-        hardware_id = store.upsert_hardware(profile.as_row())
+        hardware_id = store.hardware_id(profile.name)  # registered by register_network
         known = store.candidate_hashes(task_id, hardware_id)
         mod_json = store.task_modules([task_id])[task_id]
     if len(known) >= count:
@@ -129,7 +130,7 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
 
     settings = profile.measure
     with Store(db) as store:
-        hardware_id = store.upsert_hardware(profile.as_row())
+        hardware_id = store.hardware_id(profile.name)  # registered by register_network
         settings_id = store.settings_id(settings.key(), settings.as_dict())
         pending = store.pending_candidates(hardware_id, settings_id, task_ids)
         modules = store.task_modules(sorted({p["task_id"] for p in pending}))

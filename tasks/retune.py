@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -106,13 +107,26 @@ class RetuneSpec(Spec):
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
 
 
+def check_loadable(path: str) -> None:
+    """Load the artifact once per process and file version: the CLI's validation and the
+    flow's (same process) then pay one load, and the tuning run the other."""
+    _loaded(path, Path(path).stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _loaded(path: str, _mtime_ns: int) -> bool:
+    from models.registry import load_model
+
+    load_model(path)
+    return True
+
+
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
                     population: int = 256) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from models.registry import load_model
     from tasks.networks import network_def
     from tasks.tuning import SCHEDULERS
     from tasks.validation import check_db_path, check_positive_ints
@@ -153,7 +167,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     if not Path(model_path).exists():
                         raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
                                             "missing; retrain it or pick another model")
-                    load_model(model_path)  # a damaged artifact is refused here, not mid-run
+                    check_loadable(model_path)  # a damaged artifact: refused here, not mid-run
                     choice = explain_choice(row, profile.name, asked=cost_model is not None,
                                             top1_here=measured_here(store, chosen,
                                                                     profile.name))

@@ -34,8 +34,9 @@ class Worker:
         self.conn: Any = None
 
     def _start(self) -> None:
-        # A plain `python -m tasks.measure.worker` child (not multiprocessing's spawn, which re-imports
-        # the caller's __main__ and breaks unguarded scripts) talking over two inherited pipes.
+        # A plain `python -m tasks.measure.worker` child (not multiprocessing's spawn, which
+        # re-imports the caller's __main__ and breaks unguarded scripts) talking over two
+        # inherited pipes.
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         env = {**os.environ, **self.env,

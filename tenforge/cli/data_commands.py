@@ -48,7 +48,8 @@ def cmd_import_ms(args: argparse.Namespace) -> int:
     from tasks.hardware import resolve_profile
     from tasks.validation import prepare_db_path
 
-    summary = import_ms(args.work_dir, resolve_profile(args.hardware), str(prepare_db_path(args.db)))
+    summary = import_ms(args.work_dir, resolve_profile(args.hardware),
+                        str(prepare_db_path(args.db)))
     print(f"imported {summary['records']} records ({summary['new_measurements']} new "
           f"measurements) of {summary['workloads']} workloads into {args.db}")
     return 0

@@ -53,7 +53,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from tasks.validation import default_db
 
-    parser = _Parser(prog="tenforge", description="tenforge: learn how fast tensor programs run on each hardware target; tune DNNs faster with it.")
+    parser = _Parser(prog="tenforge", description="Learn how fast tensor programs run on each "
+                     "hardware target; tune DNNs faster with it.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def db_option(p: argparse.ArgumentParser) -> None:
