@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from core.errors import TenforgeError
 from core.spec import Spec
 from tasks.collect import validate_collect
+from tasks.onboard import PER_TASK
 from tasks.validation import check_positive_ints
 
 
@@ -36,6 +37,9 @@ def validate_pipeline(db: str | None, hardware: str, networks: list[str],
     network_def(retune_network)
     check_positive_ints(search_trials=search_trials, retune_trials=retune_trials,
                         calibration_candidates=calibration_candidates)
+    if calibration_candidates < 4 * PER_TASK:  # as onboard: 4 tasks, some held out
+        raise TenforgeError(f"calibration must be at least {4 * PER_TASK} candidates, got "
+                            f"{calibration_candidates}")
     if not search_budget_s > 0:
         raise TenforgeError(f"search budget must be > 0 s, got {search_budget_s}")
     return PipelineSpec(db=collect.db, hardware=collect.hardware, networks=collect.networks,

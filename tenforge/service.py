@@ -257,22 +257,29 @@ def join(api_url: str, profiles: list[str] | None = None, deploy: bool = True,
     return state
 
 
-def _end(pid: int, grace_s: float = 15) -> None:
-    """SIGTERM the process's session (it leads one), then SIGKILL what is left."""
+def _end(pids: list[int], grace_s: float = 15) -> None:
+    """SIGTERM each process's session (each leads one), all at once, then SIGKILL what is left
+    after `grace_s`: stopping N workers takes one grace period, not N of them."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
+        living = []
+        for pid in pids:
             try:
-                os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
-            except ChildProcessError:
+                os.killpg(pid, sig)
+                living.append(pid)
+            except ProcessLookupError:
                 pass
-            if not pid_alive(pid):
-                return
+        deadline = time.monotonic() + grace_s
+        while living and time.monotonic() < deadline:
+            for pid in living:
+                try:
+                    os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+                except ChildProcessError:
+                    pass
+            living = [pid for pid in living if pid_alive(pid)]
             time.sleep(0.2)
+        if not living:
+            return
+        pids = living
 
 
 def stop(report: Callable[[str], None] = print) -> bool:
@@ -281,10 +288,9 @@ def stop(report: Callable[[str], None] = print) -> bool:
     if state is None:
         report("the tenforge service is not running")
         return False
-    for pid in state.workers.values():
-        _end(pid)
+    _end(list(state.workers.values()))
     if state.server_pid is not None:
-        _end(state.server_pid)
+        _end([state.server_pid])
     _state_file().unlink(missing_ok=True)
     what = "server and " if state.server_pid is not None else ""
     report(f"tenforge service stopped ({what}{len(state.workers)} worker(s))")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ import pytest
 from tenforge.cli import bootstrap
 
 bootstrap()
+# One Prefect home per test process (each pytest-xdist worker is one): the flows the tests run
+# start Prefect's ephemeral API on its SQLite file, and two workers must not share one. It also
+# leaves the developer's ~/.prefect alone.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(
+    prefix=f"tenforge-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 

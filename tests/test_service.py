@@ -16,6 +16,9 @@ from tasks.hardware import profile_name
 from tests.conftest import run_cli
 from tests.service_client import api, artifacts_of, free_port, wait_for_run
 
+# One service for the whole run: under pytest-xdist these tests share one worker.
+pytestmark = pytest.mark.xdist_group("service")
+
 ONE_THREAD = profile_name("local-1t")  # this machine's one-thread profile, whatever its CPU
 
 

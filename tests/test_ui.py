@@ -13,6 +13,9 @@ from storage.store import Store
 from tasks.hardware import profile_name
 from tests.service_client import api, wait_for_run
 
+# One service for the whole run: under pytest-xdist these tests share one worker.
+pytestmark = pytest.mark.xdist_group("service")
+
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 DEPLOYMENT = f"collect-{profile_name('local-1t')}"  # this machine's 1-thread profile's pool
 

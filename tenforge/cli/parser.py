@@ -103,7 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipeline", help="the main job on embedded defaults")
     p.add_argument("--hardware", default="local")
     p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"])
-    p.add_argument("--candidates", type=_positive, default=4)
+    p.add_argument("--candidates", type=_positive, default=4, help="candidates per task")
+    p.add_argument("--retune-trials", type=_positive, default=16,
+                   help="measured candidates per retune at the end")
+    p.add_argument("--calibration", type=_positive, default=96,
+                   help="calibration set when this profile is new to the store (>= 48)")
     p.add_argument("--seed", type=int, default=0)
     db_option(p)
     p.set_defaults(func=run.cmd_pipeline)

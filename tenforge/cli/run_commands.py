@@ -22,11 +22,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from tasks.pipeline import validate_pipeline
 
-    spec = validate_pipeline(args.db, args.hardware, args.networks, args.candidates, args.seed)
+    spec = validate_pipeline(args.db, args.hardware, args.networks, args.candidates, args.seed,
+                             retune_trials=args.retune_trials,
+                             calibration_candidates=args.calibration)
     from flows.pipeline import pipeline
 
     pipeline(hardware=args.hardware, networks=args.networks,
-             candidates_per_task=args.candidates, seed=args.seed, db=spec.db)
+             candidates_per_task=args.candidates, seed=args.seed, db=spec.db,
+             retune_trials=args.retune_trials, calibration_candidates=args.calibration)
     return 0
 
 

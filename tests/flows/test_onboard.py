@@ -47,7 +47,7 @@ def test_the_calibration_set_spans_operator_kinds_and_each_tasks_range(seed_stor
 
 @pytest.mark.slow
 def test_onboard_prints_the_three_way_table(store, tmp_path):
-    result = run_cli("onboard", "--hardware", "local", "--candidates", "60", "--db", store)
+    result = run_cli("onboard", "--hardware", "local", "--candidates", "48", "--db", store)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout + result.stderr
     for row in ("pre-trained, not fine-tuned", "fine-tuned (", "MetaSchedule XGB, same samples"):

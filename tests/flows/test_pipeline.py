@@ -9,7 +9,9 @@ from tests.conftest import run_cli
 
 @pytest.mark.slow
 def test_pipeline_on_a_fresh_store(db):
-    result = run_cli("pipeline", "--candidates", "2", "--db", db)
+    # The README's job with CI-sized steps: the smallest calibration set and short retunes.
+    result = run_cli("pipeline", "--candidates", "2", "--calibration", "48",
+                     "--retune-trials", "8", "--db", db)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout + result.stderr
     with Store(db, read_only=True) as store:

@@ -18,6 +18,8 @@ bootstrap()
 def main(work_dir: str, model_path: str, trials: int, refit_every: int) -> None:
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import detect_local_profiles
+    from tasks.measure import Measurer
+    from tasks.ms_backend import ms_builder, ms_runner
 
     profile = detect_local_profiles()[-1]  # 1 thread
     cost_model = learned_cost_model(model_path, profile, refit_every=refit_every)
@@ -31,13 +33,16 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int) -> None:
     k = te.reduce_axis((0, 64), "k")
     c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
-    database = ms.tune_tir(mod, Target(profile.target), work_dir, max_trials_global=trials,
-                           num_trials_per_iter=min(trials, 4), cost_model=cost_model,
-                           # a small population keeps this a CI-sized run (default 512)
-                           strategy=ms.search_strategy.EvolutionarySearch(
-                               population_size=32, init_min_unmeasured=16,
-                               genetic_num_iters=2),
-                           builder=ms.builder.LocalBuilder(max_workers=1, timeout_sec=180))
+    # Builds and runs on tenforge's workers (tasks.ms_backend), as retune does: MetaSchedule's
+    # LocalBuilder pays a ~34 s intrinsics import per fresh pool worker.
+    with Measurer(profile, build_workers=1) as measurer:
+        database = ms.tune_tir(mod, Target(profile.target), work_dir, max_trials_global=trials,
+                               num_trials_per_iter=min(trials, 4), cost_model=cost_model,
+                               # a small population keeps this a CI-sized run (default 512)
+                               strategy=ms.search_strategy.EvolutionarySearch(
+                                   population_size=32, init_min_unmeasured=16,
+                                   genetic_num_iters=2),
+                               builder=ms_builder(measurer), runner=ms_runner(measurer))
     logic = cost_model.logic
     print(json.dumps({"predictions": logic.predictions, "refits": logic.refits,
                       "records": len(database.get_all_tuning_records())}))
