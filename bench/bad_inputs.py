@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench._cli_batch import run_in_one_process
 from bench._faults_common import PROFILE, cli
 from storage.store import Store
 
@@ -95,39 +96,6 @@ def register_truncated_model(db: str) -> None:
             "data_spec_json": json.dumps(data.spec.to_json()), "data_fingerprint": "",
             "train_rows": len(data), "metrics_json": "{}", "train_s": 0.0,
             "tvm_version": "-"})
-
-
-# Run in a child process: each case calls the CLI's main() as `tenforge ARGS` would, with
-# stderr captured; one JSON line per case. One process for the whole table: a fresh `tenforge`
-# per case paid ~4 s of imports 40 times over.
-_BATCH = """
-import contextlib, io, json, sys
-from tenforge.cli import main
-for args in json.loads(sys.stdin.read()):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            code = main(args)
-        except SystemExit as exc:  # argparse's usage errors
-            code = exc.code
-    print(json.dumps({"code": code, "stderr": err.getvalue()}), flush=True)
-"""
-
-
-def run_in_one_process(cases: list[list[str]], timeout: float = 900) -> list[dict]:
-    """Exit status and stderr of `tenforge ARGS` for every ARGS, in one child process."""
-    import subprocess
-    import sys
-
-    from bench._faults_common import ROOT
-
-    done = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(cases),
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    if len(answers) != len(cases):
-        raise RuntimeError(f"the batch stopped after {len(answers)} of {len(cases)} cases: "
-                           f"{done.stderr[-1000:]}")
-    return answers
 
 
 def check_bad_inputs(tmp: Path, separate_processes: int = 2) -> tuple[int, list[str]]:

@@ -34,6 +34,15 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None
                           text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
 
 
+def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]:
+    """`tenforge ARGS` for every ARGS of a table of refusals, in one process (the CLI's main()
+    per case): each answer is {"code": exit status, "stderr": what it printed}. A table of
+    30 refusals in fresh processes pays ~4 s of imports 30 times."""
+    from bench._cli_batch import run_in_one_process
+
+    return run_in_one_process(cases, env=env)
+
+
 @pytest.fixture(scope="session")
 def seed_store(tmp_path_factory) -> str:
     """A store holding the shipped seed dataset (read it; copy it before writing)."""

@@ -11,7 +11,7 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import detect_local_profiles
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_cli_table
 
 PROFILE = detect_local_profiles()[-1].name  # the 1-thread profile: cheap and quiet
 
@@ -59,7 +59,7 @@ def test_killed_collection_resumes_and_measures_each_candidate_once(db):
         assert store.scalar("SELECT count(*) FROM runs WHERE status = 'completed'") == 1
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_INPUT = [
     (["collect", "--hardware", "nope"], "unknown hardware profile 'nope'"),
     (["collect", "--networks", "resnet19"], "unknown network 'resnet19'"),
     (["collect", "--networks", ","], "networks is empty"),
@@ -68,10 +68,22 @@ def test_killed_collection_resumes_and_measures_each_candidate_once(db):
     (["collect", "--db", "/no/such/folder/x.duckdb"], "folder /no/such/folder does not exist"),
     (["query", "SELECT 1", "--db", "/no/such.duckdb"], "does not exist"),
     (["export-ms", "/tmp/x", "--hardware", "h", "--db", "/no/such.duckdb"], "does not exist"),
-])
-def test_bad_cli_input_gets_one_line_and_exit_2(args, message, tmp_path):
-    result = run_cli(*args, env={"TENFORGE_DB": str(tmp_path / "default.duckdb")})
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result.stderr
-    assert not (tmp_path / "default.duckdb").exists()
+]
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory):
+    """The whole table through the CLI's main() in one process (tests/conftest.py)."""
+    default = tmp_path_factory.mktemp("default") / "default.duckdb"
+    answers = run_cli_table([args for args, _ in BAD_INPUT], env={"TENFORGE_DB": str(default)})
+    assert not default.exists()  # no case wrote the default store
+    return answers
+
+
+@pytest.mark.xdist_group("collect-refusals")  # one batch, on one worker
+@pytest.mark.parametrize("args, message", BAD_INPUT)
+def test_bad_cli_input_gets_one_line_and_exit_2(refused, args, message):
+    result = refused[BAD_INPUT.index((args, message))]
+    assert result["code"] == 2
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result["stderr"]

@@ -10,7 +10,7 @@ import pytest
 from storage.store import Store
 from tasks.hardware import resolve_profile
 from tasks.onboard import PER_TASK, choose_calibration, operator_kind
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_table
 
 
 @pytest.fixture
@@ -85,13 +85,25 @@ def test_onboard_prints_the_three_way_table(store, tmp_path):
     assert exported.returncode == 0 and "exported 60 records" in exported.stdout
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_REQUESTS = [
     (["--candidates", "10"], "candidates must be at least 48"),
     (["--parent", "nope"], "no model 'nope'"),
     (["--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
-])
-def test_bad_onboard_requests(store, args, message):
-    result = run_cli("onboard", *args, "--db", store)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result.stderr
+]
+
+
+@pytest.fixture(scope="module")
+def refused(seed_store, tmp_path_factory):
+    """The whole table through the CLI's main() in one process (tests/conftest.py)."""
+    db = tmp_path_factory.mktemp("refused") / "store.duckdb"
+    shutil.copy(seed_store, db)
+    return run_cli_table([["onboard", *args, "--db", str(db)] for args, _ in BAD_REQUESTS])
+
+
+@pytest.mark.xdist_group("onboard-refusals")  # one batch, on one worker
+@pytest.mark.parametrize("args, message", BAD_REQUESTS)
+def test_bad_onboard_requests(refused, args, message):
+    result = refused[BAD_REQUESTS.index((args, message))]
+    assert result["code"] == 2
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result["stderr"]

@@ -14,7 +14,7 @@ import pytest
 from storage.store import Store
 from tasks.constraints import rules_for
 from tasks.hardware import resolve_profile
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_table
 
 # The seed's data trains the model (a data name: any machine can read it); tuning runs on this
 # machine's one-thread profile, whatever its CPU.
@@ -96,7 +96,7 @@ def test_a_model_for_other_features_is_refused(store_with_model):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_REQUESTS = [
     (["retune", "resnet1000"], "unknown network 'resnet1000'"),
     (["retune", "tiny_cnn", "--hardware", "tpu-v9"], "unknown hardware profile 'tpu-v9'"),
     ([*RETUNE, "--trials", "0"], "expected a positive integer, got 0"),
@@ -105,13 +105,25 @@ def test_a_model_for_other_features_is_refused(store_with_model):
     ([*RETUNE, "--cost-model", "no-such-model"], "no model 'no-such-model'"),
     ([*RETUNE, "--scheduler", "instant", "--cost-model", "metaschedule-xgb"],
      "the instant scheduler ranks candidates with a learned model"),
-])
-def test_bad_retune_requests(store_with_model, args, message):
+]
+
+
+@pytest.fixture(scope="module")
+def refused(store_with_model):
+    """The whole table through the CLI's main() in one process (tests/conftest.py); none of
+    the requests may leave a tuning run behind."""
     db, _ = store_with_model
     before = _tuning_rows(db)
-    result = run_cli(*args, "--db", db)
-    assert result.returncode == 2 and message in result.stderr
+    answers = run_cli_table([[*args, "--db", db] for args, _ in BAD_REQUESTS])
     assert _tuning_rows(db) == before
+    return answers
+
+
+@pytest.mark.xdist_group("retune-refusals")  # one batch, on one worker
+@pytest.mark.parametrize("args, message", BAD_REQUESTS)
+def test_bad_retune_requests(refused, args, message):
+    result = refused[BAD_REQUESTS.index((args, message))]
+    assert result["code"] == 2 and message in result["stderr"]
 
 
 README_QUERY = re.compile(r'^\.venv/bin/duckdb -readonly data/tenforge\.duckdb "(.+)"$', re.M)

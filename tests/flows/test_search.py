@@ -13,7 +13,7 @@ from models.dataset import DataSpec, load_dataset
 from models.registry import load_model
 from models.splits import SplitSpec, make_split
 from storage.store import Store
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_table
 
 ARGS = ["--families", "xgb,mlp", "--max-epochs", "3", "--time-budget", "300", "--seed", "1"]
 
@@ -60,7 +60,7 @@ def test_search_registers_the_best_model_and_resumes(store):
     assert "exists with another search space" in clash.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_INPUT = [
     (["--families", "gbdt"], "unknown model family gbdt"),
     (["--split", "by_network"], "split by_network needs holdout="),
     (["--split", "by_network", "--holdout", "vgg"], "holdout network vgg is not in the dataset"),
@@ -69,14 +69,28 @@ def test_search_registers_the_best_model_and_resumes(store):
     (["--time-budget", "0"], "time budget > 0 s"),
     (["--networks", "mlp", "--split", "by_network", "--holdout", "mlp"],
      "leaves no training data"),
-])
-def test_bad_search_input_is_refused_before_any_work(store, args, message):
-    result = run_cli("search", *args, "--db", store)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result.stderr
-    with Store(store, read_only=True) as s:
+]
+
+
+@pytest.fixture(scope="module")
+def refused(seed_store, tmp_path_factory):
+    """The whole table through the CLI's main() in one process (tests/conftest.py); none of
+    the requests may start a search."""
+    db = tmp_path_factory.mktemp("refused") / "store.duckdb"
+    shutil.copy(seed_store, db)
+    answers = run_cli_table([["search", *args, "--db", str(db)] for args, _ in BAD_INPUT])
+    with Store(db, read_only=True) as s:
         assert s.scalar("SELECT count(*) FROM runs WHERE flow = 'search'") == 0
+    return answers
+
+
+@pytest.mark.xdist_group("search-refusals")  # one batch, on one worker
+@pytest.mark.parametrize("args, message", BAD_INPUT)
+def test_bad_search_input_is_refused_before_any_work(refused, args, message):
+    result = refused[BAD_INPUT.index((args, message))]
+    assert result["code"] == 2
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result["stderr"]
 
 
 def test_search_on_a_missing_store(tmp_path):

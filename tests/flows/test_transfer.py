@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from storage.store import Store
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_table
 
 SOURCE, TARGET = "cpu-znver3-avx2-1t", "cpu-znver3-sse42-1t"
 PARAMS = json.dumps({"epochs": 3, "hidden": 32, "head_per_hardware": True})
@@ -47,20 +47,31 @@ def test_transfer_registers_a_child(pretrained, strategy):
     assert lineage["parent_model_id"] == parent and lineage["strategy"] == strategy
 
 
-@pytest.mark.parametrize("args, message", [
+BAD_REQUESTS = [
     (["nope"], "no model 'nope'"),
     (["{parent}", "--strategy", "head", "--samples", "999999"], "asked for 999999 target samples"),
     (["{parent}", "--hardware", "tpu-v9"], "hardware tpu-v9 has no data"),
     (["{parent}", "--strategy", "distill"], "invalid choice: 'distill'"),
-])
-def test_bad_transfer_requests(pretrained, args, message):
+]
+
+
+@pytest.fixture(scope="module")
+def refused(pretrained):
+    """The whole table through the CLI's main() in one process (tests/conftest.py)."""
     db, parent = pretrained
-    result = run_cli("transfer", *[a.format(parent=parent) for a in args],
-                     "--hardware" if "--hardware" not in args else "--seed",
-                     TARGET if "--hardware" not in args else "0", "--db", db)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result.stderr
+    return run_cli_table([["transfer", *[a.format(parent=parent) for a in args],
+                           "--hardware" if "--hardware" not in args else "--seed",
+                           TARGET if "--hardware" not in args else "0", "--db", db]
+                          for args, _ in BAD_REQUESTS])
+
+
+@pytest.mark.xdist_group("transfer-refusals")  # one batch, on one worker
+@pytest.mark.parametrize("args, message", BAD_REQUESTS)
+def test_bad_transfer_requests(refused, args, message):
+    result = refused[BAD_REQUESTS.index((args, message))]
+    assert result["code"] == 2
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result["stderr"]
 
 
 def test_multi_head_needs_a_multi_head_parent(pretrained, tmp_path):
