@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,11 +31,53 @@ def db(tmp_path: Path) -> str:
     return str(tmp_path / "store.duckdb")
 
 
-def run_cli(*args: str, timeout: float = 600, env: dict | None = None
-            ) -> subprocess.CompletedProcess:
-    """Run `tenforge ARGS` as a user would, in a fresh process."""
+_API: dict[str, object] = {}
+
+
+def shared_prefect_api() -> str:
+    """One Prefect API server per test process (started on first use, stopped at exit) that
+    the flows run by `run_cli` report to. Without it every `tenforge` process that runs a flow
+    starts and stops Prefect's temporary server: ~5 s of CPU each, some 40 times per run."""
+    if "url" not in _API:
+        from tests.service_client import free_port
+
+        port = free_port()
+        log = open(Path(os.environ["PREFECT_HOME"]) / "server.log", "ab")  # noqa: SIM115
+        server = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+             str(port)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, "PREFECT_SERVER_DATABASE_TIMEOUT": "60"})
+        url = f"http://127.0.0.1:{port}/api"
+        deadline = time.monotonic() + 120
+        while not _answers(url):
+            assert server.poll() is None and time.monotonic() < deadline, \
+                f"the tests' Prefect server did not start; see {log.name}"
+            time.sleep(0.5)
+        atexit.register(lambda: os.killpg(server.pid, signal.SIGKILL))
+        _API["url"] = url
+    return str(_API["url"])
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
+            ephemeral: bool = False) -> subprocess.CompletedProcess:
+    """Run `tenforge ARGS` as a user would, in a fresh process. Its flows report to the test
+    process's Prefect server (`shared_prefect_api`), or with `ephemeral` to a temporary one of
+    their own, as `./run pipeline` does."""
+    run_env = {**os.environ, **(env or {})}
+    if ephemeral:
+        run_env.pop("PREFECT_API_URL", None)
+    elif "PREFECT_API_URL" not in run_env:
+        run_env["PREFECT_API_URL"] = shared_prefect_api()
     return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+                          text=True, timeout=timeout, cwd=ROOT, env=run_env)
 
 
 def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]:
@@ -41,6 +87,13 @@ def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]
     from bench._cli_batch import run_in_one_process
 
     return run_in_one_process(cases, env=env)
+
+
+def assert_refused(answer: dict, message: str) -> None:
+    """A run_cli_table answer: exit status 2 and one line that names the problem."""
+    assert answer["code"] == 2, answer
+    lines = answer["stderr"].strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], answer["stderr"]
 
 
 @pytest.fixture(scope="session")

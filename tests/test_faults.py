@@ -16,6 +16,14 @@ from bench.fault_kills import (
     kill_pretrain,
     store_state,
 )
+from tests.conftest import shared_prefect_api
+
+
+@pytest.fixture(autouse=True)
+def _shared_api(monkeypatch):
+    """bench's `cli` runs `tenforge` with this process's environment: point its flows at the
+    test process's Prefect server too (tests/conftest.py)."""
+    monkeypatch.setenv("PREFECT_API_URL", shared_prefect_api())
 
 
 @pytest.mark.slow

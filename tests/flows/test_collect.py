@@ -11,7 +11,7 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import detect_local_profiles
-from tests.conftest import ROOT, run_cli, run_cli_table
+from tests.conftest import ROOT, assert_refused, run_cli, run_cli_table
 
 PROFILE = detect_local_profiles()[-1].name  # the 1-thread profile: cheap and quiet
 
@@ -83,7 +83,4 @@ def refused(tmp_path_factory):
 @pytest.mark.xdist_group("collect-refusals")  # one batch, on one worker
 @pytest.mark.parametrize("args, message", BAD_INPUT)
 def test_bad_cli_input_gets_one_line_and_exit_2(refused, args, message):
-    result = refused[BAD_INPUT.index((args, message))]
-    assert result["code"] == 2
-    lines = result["stderr"].strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result["stderr"]
+    assert_refused(refused[BAD_INPUT.index((args, message))], message)

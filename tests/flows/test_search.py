@@ -13,7 +13,7 @@ from models.dataset import DataSpec, load_dataset
 from models.registry import load_model
 from models.splits import SplitSpec, make_split
 from storage.store import Store
-from tests.conftest import run_cli, run_cli_table
+from tests.conftest import assert_refused, run_cli, run_cli_table
 
 ARGS = ["--families", "xgb,mlp", "--max-epochs", "3", "--time-budget", "300", "--seed", "1"]
 
@@ -87,10 +87,7 @@ def refused(seed_store, tmp_path_factory):
 @pytest.mark.xdist_group("search-refusals")  # one batch, on one worker
 @pytest.mark.parametrize("args, message", BAD_INPUT)
 def test_bad_search_input_is_refused_before_any_work(refused, args, message):
-    result = refused[BAD_INPUT.index((args, message))]
-    assert result["code"] == 2
-    lines = result["stderr"].strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result["stderr"]
+    assert_refused(refused[BAD_INPUT.index((args, message))], message)
 
 
 def test_search_on_a_missing_store(tmp_path):

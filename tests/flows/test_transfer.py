@@ -7,7 +7,10 @@ import shutil
 import pytest
 
 from storage.store import Store
-from tests.conftest import run_cli, run_cli_table
+from tests.conftest import assert_refused, run_cli, run_cli_table
+
+# One worker for the module: its pre-trained store is built once (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("transfer")
 
 SOURCE, TARGET = "cpu-znver3-avx2-1t", "cpu-znver3-sse42-1t"
 PARAMS = json.dumps({"epochs": 3, "hidden": 32, "head_per_hardware": True})
@@ -65,13 +68,9 @@ def refused(pretrained):
                           for args, _ in BAD_REQUESTS])
 
 
-@pytest.mark.xdist_group("transfer-refusals")  # one batch, on one worker
 @pytest.mark.parametrize("args, message", BAD_REQUESTS)
 def test_bad_transfer_requests(refused, args, message):
-    result = refused[BAD_REQUESTS.index((args, message))]
-    assert result["code"] == 2
-    lines = result["stderr"].strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result["stderr"]
+    assert_refused(refused[BAD_REQUESTS.index((args, message))], message)
 
 
 def test_multi_head_needs_a_multi_head_parent(pretrained, tmp_path):
