@@ -106,6 +106,30 @@ def seed_store(tmp_path_factory) -> str:
     return db
 
 
+# The seed's data trains the shared model (a data name: any machine can read it).
+SEED_PROFILE = "cpu-znver3-avx2-1t"
+
+
+@pytest.fixture(scope="session")
+def pretrained_store(seed_store, tmp_path_factory) -> tuple[str, str]:
+    """(store, model id): the seed plus one small xgb pre-trained on SEED_PROFILE through the
+    CLI, built once per test process. Copy the store before writing to it; the model's
+    artifact stays where it is (artifacts are never edited)."""
+    import json
+    import shutil
+
+    from storage.store import Store
+
+    db = tmp_path_factory.mktemp("pretrained") / "store.duckdb"
+    shutil.copy(seed_store, db)
+    result = run_cli("pretrain", "--hardware", SEED_PROFILE, "--family", "xgb", "--params",
+                     json.dumps({"n_estimators": 30}), "--db", str(db))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with Store(db, read_only=True) as store:
+        (model_id,), = store.query("SELECT model_id FROM models")
+    return str(db), model_id
+
+
 @pytest.fixture(scope="session")
 def service(tmp_path_factory):
     """`tenforge service start` on a free port, in its own folder, writing to its own store

@@ -11,7 +11,7 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import detect_local_profiles
-from tests.conftest import ROOT, assert_refused, run_cli, run_cli_table
+from tests.conftest import ROOT, assert_refused, run_cli, run_cli_table, shared_prefect_api
 
 PROFILE = detect_local_profiles()[-1].name  # the 1-thread profile: cheap and quiet
 
@@ -34,7 +34,8 @@ def _counts(db):
 def test_killed_collection_resumes_and_measures_each_candidate_once(db):
     proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *_collect_args(db)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            env={**os.environ, "PREFECT_API_URL": shared_prefect_api()})
     deadline = time.monotonic() + 300
     seen = []
     for line in proc.stdout:  # kill right after the first batch has been committed

@@ -14,9 +14,11 @@ from tests.conftest import assert_refused, run_cli, run_cli_table
 
 
 @pytest.fixture
-def store(seed_store, tmp_path):
+def store(pretrained_store, tmp_path):
+    """The shared pre-trained store (tests/conftest.py): onboard fine-tunes its model, the
+    newest pre-trained one that never saw this machine's profile."""
     db = tmp_path / "store.duckdb"
-    shutil.copy(seed_store, db)
+    shutil.copy(pretrained_store[0], db)
     return str(db)
 
 

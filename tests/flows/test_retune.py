@@ -14,24 +14,20 @@ import pytest
 from storage.store import Store
 from tasks.constraints import rules_for
 from tasks.hardware import resolve_profile
-from tests.conftest import run_cli, run_cli_table
+from tests.conftest import SEED_PROFILE, run_cli, run_cli_table, shared_prefect_api
 
-# The seed's data trains the model (a data name: any machine can read it); tuning runs on this
-# machine's one-thread profile, whatever its CPU.
-SEED_PROFILE = "cpu-znver3-avx2-1t"
+# The shared model is trained on the seed's SEED_PROFILE data; tuning runs on this machine's
+# one-thread profile, whatever its CPU.
 PROFILE = "local-1t"
 RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE, "--population", "32"]
 
 
 @pytest.fixture(scope="module")
-def store_with_model(seed_store, tmp_path_factory):
+def store_with_model(pretrained_store, tmp_path_factory):
+    """A copy of the shared pre-trained store (tests/conftest.py) that retunes may write."""
+    source, model_id = pretrained_store
     db = tmp_path_factory.mktemp("retune") / "store.duckdb"
-    shutil.copy(seed_store, db)
-    result = run_cli("pretrain", "--hardware", SEED_PROFILE, "--family", "xgb", "--params",
-                     json.dumps({"n_estimators": 30}), "--db", str(db))
-    assert result.returncode == 0, result.stderr[-3000:]
-    with Store(db, read_only=True) as store:
-        (model_id,), = store.query("SELECT model_id FROM models")
+    shutil.copy(source, db)
     return str(db), model_id
 
 
@@ -166,7 +162,7 @@ def test_sigterm_ends_the_search_and_keeps_what_it_measured(store_with_model):
     proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *RETUNE, "--trials", "400",
                              "--cost-model", "metaschedule-xgb", "--force", "--db", db],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ})
+                            text=True, env={**os.environ, "PREFECT_API_URL": shared_prefect_api()})
     lines = []
     for line in proc.stdout:  # wait until the search has measured something
         lines.append(line)
@@ -215,8 +211,9 @@ def test_a_killed_retune_resumes_from_its_tuning_database(store_with_model):
     db, _ = store_with_model
     args = [sys.executable, "-m", "tenforge.cli", *RETUNE, "--cost-model", "metaschedule-xgb",
             "--force", "--db", db]
+    env = {**os.environ, "PREFECT_API_URL": shared_prefect_api()}
     proc = subprocess.Popen([*args, "--trials", "400"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
     for line in proc.stdout:
         if "tuned " in line and " trials in " in line:
             break
@@ -229,7 +226,7 @@ def test_a_killed_retune_resumes_from_its_tuning_database(store_with_model):
     measured = len(records.read_text().splitlines())
     assert measured >= 1
     again = subprocess.run([*args, "--trials", "8"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=900)
+                           timeout=900, env=env)
     out = again.stdout + again.stderr
     assert again.returncode == 0, out[-3000:]
     assert f"resuming from {measured} measured candidates of unfinished retune {killed}" in out
