@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
@@ -122,9 +122,12 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
                     measure_batch: int, flow_run_id: str | None,
                     report: Callable[[str], None] = print,
                     build_workers: int = 2,
-                    on_progress: Callable[[int, int], None] | None = None) -> dict[str, float]:
+                    on_progress: Callable[[int, int], None] | None = None,
+                    measurer_factory: Callable[..., Any] = Measurer) -> dict[str, float]:
     """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
-    `on_progress(done, total)` after every candidate."""
+    `on_progress(done, total)` after every candidate. `measurer_factory(profile, settings,
+    build_workers=...)` makes the measurer (a context manager with `measure(jobs, on_result)`):
+    tasks.measure.Measurer, or a test double that compiles nothing."""
     from core.tvm_env import tvm_version
     from storage.store import Store
 
@@ -138,7 +141,7 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     report(f"{profile.name}: {len(pending)} candidates to measure "
            f"(settings {settings.key()}, {build_workers} build workers)")
     version = tvm_version()
-    with Measurer(profile, settings, build_workers=build_workers) as measurer:
+    with measurer_factory(profile, settings, build_workers=build_workers) as measurer:
         for start in range(0, len(pending), measure_batch):
             chunk = pending[start:start + measure_batch]
             jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],

@@ -1,0 +1,64 @@
+"""collect's measurement bookkeeping with a fake measurer (tests/tasks/fake_measurer.py):
+batches commit one by one, a run that dies keeps its committed batches, the next run measures
+only what is missing, and failures are rows too. Real import and sampling; nothing compiled."""
+
+import pytest
+
+from storage.store import Store
+from tasks.collect import measure_pending, register_network, sample_task
+from tasks.hardware import resolve_profile
+from tests.tasks.fake_measurer import FakeMeasurer
+
+
+class Dies(FakeMeasurer):
+    """Measures `batches_before_death` batches, then the process 'dies'."""
+
+    batches_before_death = 1
+
+    def measure(self, jobs, on_result=None):
+        if len(self.batches) == self.batches_before_death:
+            raise KeyboardInterrupt("killed")
+        return super().measure(jobs, on_result)
+
+
+@pytest.fixture
+def collected(db):
+    profile = resolve_profile("local-1t")
+    task_ids = register_network(db, profile, "matmul", 1)
+    for task_id in task_ids:
+        sample_task(db, profile, task_id, 6, seed=0)
+    return db, profile, task_ids
+
+
+def _measured(db):
+    with Store(db, read_only=True) as store:
+        return store.query("SELECT candidate_id, error_kind FROM measurements "
+                           "ORDER BY candidate_id")
+
+
+def test_a_dead_run_keeps_its_batches_and_the_next_measures_only_the_rest(collected):
+    db, profile, task_ids = collected
+    with pytest.raises(KeyboardInterrupt):
+        measure_pending(db, profile, task_ids, 2, None, report=lambda _: None,
+                        measurer_factory=Dies)
+    first = _measured(db)
+    assert len(first) == 2  # the one committed batch
+    made = []
+
+    def factory(*args, **kwargs):
+        made.append(FakeMeasurer(*args, **kwargs, fail_every=3))
+        return made[-1]
+
+    summary = measure_pending(db, profile, task_ids, 2, None, report=lambda _: None,
+                              measurer_factory=factory)
+    everything = _measured(db)
+    with Store(db, read_only=True) as store:
+        candidates = store.scalar("SELECT count(*) FROM candidates")
+    assert len(everything) == candidates == len({c for c, _ in everything})  # each once
+    assert set(first) <= set(everything)
+    assert summary["measured"] == candidates - 2 and all(len(b) <= 2 for b in made[0].batches)
+    failed = [c for c, kind in everything if kind == "run_error"]
+    assert failed and all(c % 3 == 0 for c in failed)  # failures are stored rows
+    again = measure_pending(db, profile, task_ids, 2, None, report=lambda _: None,
+                            measurer_factory=FakeMeasurer)
+    assert again["measured"] == 0  # nothing pending: nothing measured twice
