@@ -26,6 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Slow (real-build) tests first: under pytest-xdist the long ones then start early and the
+    short ones fill the gaps at the end, instead of one long test finishing alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return str(tmp_path / "store.duckdb")
@@ -72,8 +78,9 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
     process's Prefect server (`shared_prefect_api`), or with `ephemeral` to a temporary one of
     their own, as `./run pipeline` does."""
     run_env = {**os.environ, **(env or {})}
-    if ephemeral:
+    if ephemeral:  # its own Prefect home too: two servers on one SQLite file stall each other
         run_env.pop("PREFECT_API_URL", None)
+        run_env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="tenforge-prefect-ephemeral-")
     elif "PREFECT_API_URL" not in run_env:
         run_env["PREFECT_API_URL"] = shared_prefect_api()
     return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
