@@ -26,12 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    """Slow (real-build) tests first: under pytest-xdist the long ones then start early and the
-    short ones fill the gaps at the end, instead of one long test finishing alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return str(tmp_path / "store.duckdb")

@@ -39,6 +39,7 @@ def _tuning_rows(db):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("retune-history")  # the README test below reads its tuning runs
 def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_model):
     db, model_id = store_with_model
     result = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
@@ -126,6 +127,7 @@ README_QUERY = re.compile(r'^\.venv/bin/duckdb -readonly data/tenforge\.duckdb "
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("retune-history")  # same worker, after the retune test
 def test_the_readme_queries_run_as_written_in_the_duckdb_cli(store_with_model):
     """After the retune test: every example query of the README runs in the pinned duckdb CLI
     (on this store instead of data/tenforge.duckdb) and finds rows where it should."""
