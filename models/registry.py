@@ -22,6 +22,8 @@ KINDS: dict[str, str] = {
     "metaschedule_xgb": "models._metaschedule:MetaScheduleXGBCostModel",
     "residual": "models.transfer:ResidualCostModel",  # made by transfer, not searched
 }
+# The families the Optuna search tries (models/search.py): the searchable subset of KINDS.
+FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")
 
 
 def model_class(kind: str) -> type[CostModel]:

@@ -26,9 +26,8 @@ from core.errors import TenforgeError
 from core.procs import pid_alive
 from models.dataset import Dataset
 from models.evaluate import OBJECTIVES, ranking_metrics
-from models.registry import create_model
+from models.registry import FAMILIES, create_model
 
-FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")
 NEURAL = ("mlp", "attention", "bilstm_attention")
 METRICS = OBJECTIVES  # models.evaluate.RANKING_METRICS that a search may maximize
 SPACE_VERSION = 1  # bump when suggest_params changes: old studies then refuse to resume

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from models.search import FAMILIES, METRICS
+from models.evaluate import OBJECTIVES
+from models.registry import FAMILIES
 from models.splits import SPLITS
 from models.transfer import STRATEGIES
 from tasks.tuning import SCHEDULERS
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated, of: {','.join(FAMILIES)}")
     p.add_argument("--trials", type=_positive, default=20, help="total trials of the study")
     p.add_argument("--time-budget", type=float, default=900.0, help="seconds")
-    p.add_argument("--metric", default="peak1", choices=METRICS)
+    p.add_argument("--metric", default="peak1", choices=OBJECTIVES)
     p.add_argument("--multi-objective", action="store_true",
                    help="also maximize pairwise accuracy and minimize training time")
     p.add_argument("--seed", type=int, default=0)
