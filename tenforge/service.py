@@ -105,7 +105,12 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float) -> None:
+def spawn_server(host: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`prefect server start` in its own session, logging to `log` (wait_healthy next)."""
+    return _spawn(_prefect("server", "start", "--host", host, "--port", str(port)), log, env)
+
+
+def wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float) -> None:
     """The server this process started answers its health check (or its exit is reported)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -210,12 +215,11 @@ def start(host: str = "127.0.0.1", port: int = DEFAULT_PORT, deploy: bool = True
     env = service_env(url, home)
 
     began = time.monotonic()
-    server = _spawn(_prefect("server", "start", "--host", host, "--port", str(port)),
-                    folder / "server.log", env)
+    server = spawn_server(host, port, env, folder / "server.log")
     state = ServiceState(url=url, home=str(home), server_pid=server.pid)
     _state_file().write_text(json.dumps(asdict(state), indent=1))
     try:
-        _wait_healthy(url, server, folder / "server.log", startup_timeout_s)
+        wait_healthy(url, server, folder / "server.log", startup_timeout_s)
         report(f"Prefect server up at {state.ui} in {time.monotonic() - began:.0f} s "
                f"(log {folder / 'server.log'})")
         _serve(state, env, served, shared=True, deploy=deploy, report=report)

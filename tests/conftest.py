@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,31 +37,17 @@ def shared_prefect_api() -> str:
     the flows run by `run_cli` report to. Without it every `tenforge` process that runs a flow
     starts and stops Prefect's temporary server: ~5 s of CPU each, some 40 times per run."""
     if "url" not in _API:
+        from tenforge.service import service_env, spawn_server, wait_healthy
         from tests.service_client import free_port
 
         port = free_port()
-        log = open(Path(os.environ["PREFECT_HOME"]) / "server.log", "ab")  # noqa: SIM115
-        server = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-             str(port)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, "PREFECT_SERVER_DATABASE_TIMEOUT": "60"})
         url = f"http://127.0.0.1:{port}/api"
-        deadline = time.monotonic() + 120
-        while not _answers(url):
-            assert server.poll() is None and time.monotonic() < deadline, \
-                f"the tests' Prefect server did not start; see {log.name}"
-            time.sleep(0.5)
+        home = Path(os.environ["PREFECT_HOME"])
+        server = spawn_server("127.0.0.1", port, service_env(url, home), home / "server.log")
+        wait_healthy(url, server, home / "server.log", timeout_s=120)
         atexit.register(lambda: os.killpg(server.pid, signal.SIGKILL))
         _API["url"] = url
     return str(_API["url"])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
