@@ -29,6 +29,12 @@ for args in json.loads(sys.stdin.read()):
 """
 
 
+def refused_cleanly(answer: dict, phrase: str) -> bool:
+    """Exit status 2 and one line of stderr that contains `phrase`: how tenforge refuses."""
+    lines = answer["stderr"].strip().splitlines()
+    return answer["code"] == 2 and len(lines) == 1 and phrase in lines[0]
+
+
 def run_in_one_process(cases: list[list[str]], timeout: float = 900,
                        env: dict[str, str] | None = None) -> list[dict]:
     """Exit status and stderr of `tenforge ARGS` for every ARGS, in one child process."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench._cli_batch import run_in_one_process
+from bench._cli_batch import refused_cleanly, run_in_one_process
 from bench._faults_common import PROFILE, cli
 from storage.store import Store
 
@@ -98,15 +98,20 @@ def register_truncated_model(db: str) -> None:
             "tvm_version": "-"})
 
 
+def _store_counts(db: Path) -> list[tuple]:
+    """What a refused input must leave as it was: measurements, runs, models."""
+    with Store(db, read_only=True) as store:
+        return store.query("SELECT (SELECT count(*) FROM measurements), "
+                           "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")
+
+
 def check_bad_inputs(tmp: Path, separate_processes: int = 2) -> tuple[int, list[str]]:
     """Run the table (the first `separate_processes` cases also as real `tenforge` processes,
     so the exit status path through the console entry point is covered too)."""
     db = tmp / "store.duckdb"
     cli("dataset", "load-seed", "--db", str(db))  # a store with data, so checks go deep
     register_truncated_model(str(db))
-    with Store(db, read_only=True) as store:
-        before = store.query("SELECT (SELECT count(*) FROM measurements), "
-                             "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")
+    before = _store_counts(db)
     failures = []
     cases = bad_inputs(tmp)
     answers = run_in_one_process([args for args, _ in cases])
@@ -116,15 +121,13 @@ def check_bad_inputs(tmp: Path, separate_processes: int = 2) -> tuple[int, list[
         answers.append({"code": result.returncode, "stderr": result.stderr})
     for (args, phrase), answer in zip(cases, answers):
         lines = answer["stderr"].strip().splitlines()
-        ok = answer["code"] == 2 and len(lines) == 1 and phrase in lines[0]
+        ok = refused_cleanly(answer, phrase)
         if not ok:
             failures.append(f"{' '.join(args)} -> exit {answer['code']}: "
                             f"{answer['stderr'].strip()[-300:]}")
         print(f"{'ok  ' if ok else 'FAIL'} {' '.join(args)[:70]:70} "
               f"{lines[-1][:90] if lines else ''}", flush=True)
-    with Store(db, read_only=True) as store:
-        after = store.query("SELECT (SELECT count(*) FROM measurements), "
-                            "(SELECT count(*) FROM runs), (SELECT count(*) FROM models)")
+    after = _store_counts(db)
     if after != before:
         failures.append(f"the store changed: {before} -> {after}")
     return len(cases), failures

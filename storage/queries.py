@@ -14,8 +14,9 @@ import pyarrow as pa
 from core.errors import TenforgeError
 from storage.store import Store
 
-_SUCCEEDED_ON = ("FROM measurements m JOIN candidates c USING (candidate_id) "
-                 "JOIN hardware h USING (hardware_id)")
+# Every measurement (errors too) with its candidate and the profile it ran on.
+_MEASURED_ON = ("FROM measurements m JOIN candidates c USING (candidate_id) "
+                "JOIN hardware h USING (hardware_id)")
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -23,14 +24,14 @@ _SUCCEEDED_ON = ("FROM measurements m JOIN candidates c USING (candidate_id) "
 
 def measured_profiles(store: Store) -> list[str]:
     """Every profile with measurements, by name."""
-    return [n for (n,) in store.query(f"SELECT DISTINCT h.name {_SUCCEEDED_ON} ORDER BY 1")]
+    return [n for (n,) in store.query(f"SELECT DISTINCT h.name {_MEASURED_ON} ORDER BY 1")]
 
 
 def measurement_count(store: Store, hardware: str | None = None) -> int:
     """Measurements in the store (errors included), of one profile or of all."""
     if hardware is None:
         return int(store.scalar("SELECT count(*) FROM measurements"))
-    return int(store.scalar(f"SELECT count(*) {_SUCCEEDED_ON} WHERE h.name = ?", [hardware]))
+    return int(store.scalar(f"SELECT count(*) {_MEASURED_ON} WHERE h.name = ?", [hardware]))
 
 
 def hardware_vectors(store: Store) -> dict[str, list[float]]:
@@ -122,7 +123,7 @@ def calibration_pool(store: Store, target: str, target_kind: str) -> list[tuple]
     successful measurement on the other profiles of the same target kind."""
     return store.query(
         "SELECT c.task_id, t.task_name, t.flops * coalesce(max(nt.weight), 1) AS load, "
-        f"h.name, c.candidate_id, m.mean_latency_s {_SUCCEEDED_ON} JOIN tasks t USING (task_id) "
+        f"h.name, c.candidate_id, m.mean_latency_s {_MEASURED_ON} JOIN tasks t USING (task_id) "
         "LEFT JOIN network_tasks nt USING (task_id) "
         "WHERE m.error_kind IS NULL AND h.name <> ? AND h.target_kind = ? "
         "GROUP BY c.task_id, t.task_name, t.flops, h.name, c.candidate_id, m.mean_latency_s",

@@ -76,9 +76,9 @@ def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]
 
 def assert_refused(answer: dict, message: str) -> None:
     """A run_cli_table answer: exit status 2 and one line that names the problem."""
-    assert answer["code"] == 2, answer
-    lines = answer["stderr"].strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], answer["stderr"]
+    from bench._cli_batch import refused_cleanly
+
+    assert refused_cleanly(answer, message), answer
 
 
 @pytest.fixture(scope="session")
