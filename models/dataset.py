@@ -166,8 +166,8 @@ def check_dataset(db: str | Path, spec: DataSpec) -> DataInventory:
 
     with Store(db, read_only=True) as store:
         _check_spec(store, spec, db)
-        count = queries.measured_candidates(store, spec.hardware, spec.networks, spec.extractor)
-        covered = queries.measured_networks(store, spec.hardware, spec.networks, spec.extractor)
+        count, covered = queries.measured_inventory(store, spec.hardware, spec.networks,
+                                                    spec.extractor)
     if not count:
         raise _nothing_measured(spec, db)
     return DataInventory(frozenset(covered), count)

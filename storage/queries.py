@@ -69,32 +69,24 @@ def _data_params(hardware: Sequence[str], networks: Sequence[str] | None,
     return params
 
 
-def measured_networks(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
-                      extractor: str) -> set[str]:
-    """The networks whose tasks have measured, featurized candidates on these profiles (within
-    `networks` when given): a counting query, where `measured_features` loads everything."""
-    return {n for (n,) in store.con.execute(f"""
-        SELECT DISTINCT n.name FROM measurements m
+def measured_inventory(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
+                       extractor: str) -> tuple[int, set[str]]:
+    """(how many measured, featurized candidates these profiles have within `networks` when
+    given, the networks their tasks belong to): one counting query, where `measured_features`
+    loads everything."""
+    count, names = store.con.execute(f"""
+        SELECT count(DISTINCT c.candidate_id),
+               list(DISTINCT n.name) FILTER (WHERE n.name IS NOT NULL)
+        FROM measurements m
         JOIN candidates c USING (candidate_id)
         JOIN tasks t ON t.task_id = c.task_id
         JOIN hardware h ON h.hardware_id = c.hardware_id
         JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
-        JOIN network_tasks nt ON nt.task_id = t.task_id JOIN networks n USING (network_id)
+        LEFT JOIN network_tasks nt ON nt.task_id = t.task_id
+        LEFT JOIN networks n ON n.network_id = nt.network_id
         WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}""",
-        _data_params(hardware, networks, extractor)).fetchall()}
-
-
-def measured_candidates(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
-                        extractor: str) -> int:
-    """How many measured, featurized candidates these profiles (and networks) have."""
-    return int(store.con.execute(f"""
-        SELECT count(DISTINCT c.candidate_id) FROM measurements m
-        JOIN candidates c USING (candidate_id)
-        JOIN tasks t ON t.task_id = c.task_id
-        JOIN hardware h ON h.hardware_id = c.hardware_id
-        JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
-        WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}""",
-        _data_params(hardware, networks, extractor)).fetchone()[0])
+        _data_params(hardware, networks, extractor)).fetchone()
+    return int(count), set(names or [])
 
 
 def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,

@@ -45,11 +45,6 @@ def best_model(store: Store, hardware: str) -> str | None:
     return queries.best_model_id(store, hardware, FEATURE_EXTRACTOR)
 
 
-def measured_here(store: Store, model_id: str, hardware: str) -> float | None:
-    """The newest measured top-1 of `model_id` on `hardware`'s held-out tasks."""
-    return queries.measured_top1(store, model_id, hardware)
-
-
 def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
                    top1_here: float | None = None) -> str:
     """Why this model tunes `hardware`, and a warning when it never saw that profile's data
@@ -169,8 +164,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                                             "missing; retrain it or pick another model")
                     check_loadable(model_path)  # a damaged artifact: refused here, not mid-run
                     choice = explain_choice(row, profile.name, asked=cost_model is not None,
-                                            top1_here=measured_here(store, chosen,
-                                                                    profile.name))
+                                            top1_here=queries.measured_top1(
+                                                store, chosen, profile.name))
             cost_model = chosen
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
