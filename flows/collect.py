@@ -14,7 +14,8 @@ from tasks.collect import validate_collect
 def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],  # noqa: B006
             candidates_per_task: PositiveInt = 8, seed: int = 0,
             batch_size: PositiveInt = 1, db: str | None = None,
-            measure_batch: PositiveInt = 16, outbox: str | None = None) -> dict:
+            measure_batch: PositiveInt = 16, outbox: str | None = None,
+            input_size: PositiveInt | None = None) -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 
@@ -22,7 +23,8 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
 
     Args:
         hardware: a hardware profile name (`tenforge hardware`); 'local' = this CPU.
-        networks: zoo network names (`tenforge networks`).
+        networks: zoo or registered network names (`tenforge networks`), or files:
+            FILE.py:FACTORY, FILE.pt2 (torch.export.save) or FILE.onnx.
         candidates_per_task: distinct candidates per task (fewer if the design space is smaller).
         seed: sampling seed; the same seed re-derives the same candidates.
         batch_size: the networks' batch size.
@@ -30,15 +32,17 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         measure_batch: candidates built together before being run one by one.
         outbox: a folder to export this run's shard to, for the fleet's central store to
             ingest (default: $TENFORGE_OUTBOX; unset = no export).
+        input_size: zoo networks' image side / sequence length (default: each one's own).
     """
     spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,
-                            measure_batch, outbox)
+                            measure_batch, outbox, input_size)
     run_id = current_run_id()
     params = {k: v for k, v in spec.as_run_params().items() if k not in ("db", "outbox")}
     with recorded_run(spec.db, run_id, "collect", params, spec.hardware) as summary:
         task_ids: list[int] = []
-        for network in spec.networks:
-            task_ids += t.import_network(spec.db, spec.hardware, network, batch_size)
+        for workload in spec.workloads:
+            task_ids += t.import_network(spec.db, spec.hardware, workload, batch_size,
+                                         input_size)
         task_ids = list(dict.fromkeys(task_ids))  # networks share tasks
         # Sequential on purpose: each sample writes the store, and TVM sampling is CPU-bound.
         new = sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,

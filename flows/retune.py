@@ -20,11 +20,13 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            scheduler: Scheduler = "gradient",
            flops_share: float = 0.9, population: PositiveInt = 256,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
+           out: str | None = None, input_size: PositiveInt | None = None,
            db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
-        network: a zoo network (`tenforge networks`).
+        network: a zoo network or a registered name (`tenforge networks`), or a file:
+            FILE.py:FACTORY, FILE.pt2 (torch.export.save) or FILE.onnx.
         hardware: a hardware profile name; 'local' = this CPU.
         trials: measured candidates in all (MetaSchedule's max_trials_global).
         minutes: wall-clock budget for the search; stops early when spent (default: none).
@@ -41,26 +43,37 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         batch_size: the network's batch size.
         seed: seeds the search.
         force: tune even if network, profile, cost model and budget are unchanged.
+        out: also write the tuned network as a deployable folder here (a new folder; see
+            `tenforge compile`); a skipped retune writes the last tuning's.
+        input_size: a zoo network's image side / sequence length (default: its own).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
-                           flops_share, batch_size, seed, population)
+                           flops_share, batch_size, seed, population, out, input_size)
     print(spec.model_choice)
     run_id = current_run_id()
-    with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as out:
-        current = t.network_hash(network, batch_size, spec.input_size)
+    with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:
+        if not spec.workload.is_zoo:
+            t.register_workload(spec.db, spec.workload, spec.hardware)
+        current = t.network_hash(spec.workload, batch_size, spec.input_size)
         last = None if force else t.unchanged_tuning(spec, current)
         if last is not None:
-            out.update(skipped=True, last_tuning_id=last["tuning_id"],
-                       tuned_ms=round(last["tuned_latency_s"] * 1e3, 4))
-            print(f"retune skipped: network, profile, cost model and budget are unchanged since "
-                  f"{last['tuning_id']} ({out['tuned_ms']} ms); pass force=true to tune anyway")
-            return out
-        out.update(t.tune_network(spec, run_id))
-        reports.publish_tuning_report(spec.db, run_id, network, spec.hardware)
-    print(f"retune done: {out['network']} on {out['hardware']} with {out['cost_model']}: "
-          f"{out['untuned_ms']} ms untuned -> {out['tuned_ms']} ms tuned "
-          f"({out['speedup']}x) after {out['trials']} trials in {out['search_s']} s (search "
-          f"ended by {out['stop_reason']}); "
-          f"schedules in {out['database_dir']}")
-    return out
+            summary.update(skipped=True, last_tuning_id=last["tuning_id"],
+                           tuned_ms=round(last["tuned_latency_s"] * 1e3, 4))
+            print(f"retune skipped: network, profile, cost model and budget are unchanged "
+                  f"since {last['tuning_id']} ({summary['tuned_ms']} ms); pass force=true to "
+                  "tune anyway")
+        else:
+            summary.update(t.tune_network(spec, run_id))
+            reports.publish_tuning_report(spec.db, run_id, spec.network, spec.hardware)
+        if spec.out:  # the deployable folder: of this tuning, or of the unchanged last one
+            t.compile_library(spec.db, spec.network, spec.hardware,
+                              last["tuning_id"] if last else run_id, spec.out)
+            summary.update(library_dir=spec.out)
+    if last is None:
+        s = summary
+        print(f"retune done: {s['network']} on {s['hardware']} with {s['cost_model']}: "
+              f"{s['untuned_ms']} ms untuned -> {s['tuned_ms']} ms tuned ({s['speedup']}x) "
+              f"after {s['trials']} trials in {s['search_s']} s (search ended by "
+              f"{s['stop_reason']}); schedules in {s['database_dir']}")
+    return summary

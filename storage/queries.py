@@ -178,6 +178,35 @@ def tuning_curve_points(store: Store, tuning_id: str) -> list[tuple[int, float, 
                        [tuning_id])
 
 
+def tuning_run(store: Store, tuning_id: str) -> dict[str, Any] | None:
+    """One tuning run's row, or None."""
+    cursor = store.con.execute("SELECT * FROM tuning_runs WHERE tuning_id = ?", [tuning_id])
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+
+def fastest_tuning_id(store: Store, network: str, hardware: str) -> str | None:
+    """The tuning run of `network` on `hardware` with the lowest end-to-end latency."""
+    return store.scalar("SELECT tuning_id FROM tuning_runs WHERE network = ? AND hardware = ? "
+                        "ORDER BY tuned_latency_s, created_at DESC LIMIT 1", [network, hardware])
+
+
+# ----------------------------------------------------------------------------- workloads
+
+
+def workload_row(store: Store, name: str) -> dict[str, Any] | None:
+    """A registered user network (tasks/sources.py), or None."""
+    cursor = store.con.execute("SELECT * FROM workloads WHERE name = ?", [name])
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+
+def registered_workloads(store: Store) -> list[tuple]:
+    """(name, kind, source, input signature JSON, task count, registered at) of each."""
+    return store.query("SELECT name, kind, source, inputs_json, json_array_length(tasks_json), "
+                       "registered_at FROM workloads ORDER BY name")
+
+
 # ----------------------------------------------------------------------------- users
 
 

@@ -319,6 +319,12 @@ class Store:
         self.con.execute(f"INSERT INTO models ({', '.join(cols)}) VALUES "
                          f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
 
+    def register_workload(self, row: dict[str, Any]) -> None:
+        """A user's network under its name (a new source or content replaces the old row)."""
+        cols = list(row)
+        self.con.execute(f"INSERT OR REPLACE INTO workloads ({', '.join(cols)}) VALUES "
+                         f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
+
     def record_evaluation(self, model_id: str, hardware: str, metrics: dict[str, Any],
                           test_tasks: int, split: dict[str, Any] | None,
                           flow_run_id: str | None) -> None:

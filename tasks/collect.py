@@ -18,6 +18,7 @@ from core.progress import bar
 from core.spec import Spec
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
+from tasks.sources import Workload
 from tasks.validation import check_db_path, check_outbox, check_positive_ints, default_outbox
 
 
@@ -26,50 +27,68 @@ class CollectSpec(Spec):
     """A validated collect request (the profile's real name, the outbox resolved)."""
 
     hardware: str
-    networks: tuple[str, ...]
+    networks: tuple[str, ...]  # as named: zoo or registered names, or file references
+    workloads: tuple[Workload, ...]  # what each resolved to (tasks/sources.py)
     candidates_per_task: int
     seed: int
     batch_size: int
     measure_batch: int
     outbox: str | None
+    input_size: int | None = None  # zoo networks' size (None: each one's default)
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      candidates_per_task: int, seed: int = 0, batch_size: int = 1,
-                     measure_batch: int = 16, outbox: str | None = None) -> CollectSpec:
+                     measure_batch: int = 16, outbox: str | None = None,
+                     input_size: int | None = None) -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
-    from tasks.networks import network_def  # torch: imported only when a network is named
+    from tasks.network_registry import check_registrable
+    from tasks.sources import resolve_workload
 
     if isinstance(networks, str):
         networks = [networks]
     if not networks:
         raise TenforgeError("networks is empty; name at least one (`tenforge networks`)")
-    for name in networks:
-        network_def(name)
+    path = check_db_path(db)
+    workloads = tuple(resolve_workload(name, path) for name in networks)
+    for workload in workloads:
+        check_registrable(path, workload)
+    if input_size is not None:
+        check_positive_ints(input_size=input_size)
     check_positive_ints(candidates_per_task=candidates_per_task, batch_size=batch_size,
                         measure_batch=measure_batch)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     outbox = outbox or default_outbox()
     check_outbox(outbox)
-    return CollectSpec(db=check_db_path(db), hardware=profile.name, networks=tuple(networks),
+    return CollectSpec(db=path, hardware=profile.name, networks=tuple(networks),
+                       workloads=workloads,
                        candidates_per_task=candidates_per_task, seed=seed,
-                       batch_size=batch_size, measure_batch=measure_batch, outbox=outbox)
+                       batch_size=batch_size, measure_batch=measure_batch, outbox=outbox,
+                       input_size=input_size)
 
 
-def register_network(db: str, profile: HardwareProfile, network: str, batch_size: int,
-                     input_size: int | None = None) -> list[int]:
-    """Import `network` into TVM, store it with its tasks, and register the profile (the
-    collect's one write of the hardware row); return the task ids."""
+def register_network(db: str, profile: HardwareProfile, network: str | Workload,
+                     batch_size: int, input_size: int | None = None) -> list[int]:
+    """Import `network` (a zoo name or a workload) into TVM, store it with its tasks, and
+    register the profile (the collect's one write of the hardware row); return the task ids.
+    A user's file is registered as a workload too (tasks/network_registry.py)."""
     from storage.store import Store
+    from tasks.network_registry import ensure_registered
     from tasks.networks import network_def
+    from tasks.sources import ZOO
     from tasks.workloads import extract_network_tasks
 
-    size = network_def(network).default_size if input_size is None else input_size
-    tasks = extract_network_tasks(network, batch_size, size, profile.target)
+    workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    if workload.is_zoo:
+        size = network_def(workload.name).default_size if input_size is None else input_size
+    else:  # its inputs bring their own sizes
+        ensure_registered(db, workload, profile.target)
+        size = 0
+    tasks = extract_network_tasks(workload, batch_size, size, profile.target)
     with Store(db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())
-        network_id = store.upsert_network(network, batch_size, size)
+        network_id = store.upsert_network(workload.name, batch_size, size)
         ids = store.upsert_tasks(tasks, network_id)
     return [ids[t.workload_hash] for t in tasks]
 

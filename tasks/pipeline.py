@@ -31,10 +31,10 @@ def validate_pipeline(db: str | None, hardware: str, networks: list[str],
                       search_budget_s: float = 120.0, retune_network: str = "tiny_cnn",
                       retune_trials: int = 16, calibration_candidates: int = 96
                       ) -> PipelineSpec:
-    from tasks.networks import network_def
+    from tasks.sources import resolve_workload
 
     collect = validate_collect(db, hardware, networks, candidates_per_task, seed)
-    network_def(retune_network)
+    resolve_workload(retune_network, collect.db)
     check_positive_ints(search_trials=search_trials, retune_trials=retune_trials,
                         calibration_candidates=calibration_candidates)
     if calibration_candidates < 4 * PER_TASK:  # as onboard: 4 tasks, some held out

@@ -8,12 +8,15 @@ from prefect import get_run_logger, task
 from tasks import collect
 from tasks.hardware import resolve_profile
 from tasks.retune import RetuneSpec
+from tasks.sources import Workload
 
 
-@task(name="import-network", tags=["tvm"], task_run_name="import {network}")
-def import_network(db: str, hardware: str, network: str, batch_size: int) -> list[int]:
-    """Import a zoo network into TVM and store its tuning tasks; returns task ids."""
-    return collect.register_network(db, resolve_profile(hardware), network, batch_size)
+@task(name="import-network", tags=["tvm"], task_run_name="import {workload.name}")
+def import_network(db: str, hardware: str, workload: Workload, batch_size: int,
+                   input_size: int | None = None) -> list[int]:
+    """Import a network into TVM and store its tuning tasks; returns task ids."""
+    return collect.register_network(db, resolve_profile(hardware), workload, batch_size,
+                                    input_size)
 
 
 @task(name="sample-candidates", tags=["tvm"], task_run_name="sample {count} for task {task_id}")
@@ -146,12 +149,20 @@ def stage_calibration(db: str, hardware: str, candidates: int) -> list[int]:
     return onboard.stage_calibration(db, hardware, chosen)
 
 
-@task(name="network-hash", tags=["tvm"], task_run_name="import {network}")
-def network_hash(network: str, batch_size: int, input_size: int) -> str:
+@task(name="network-hash", tags=["tvm"], task_run_name="import {workload.name}")
+def network_hash(workload: Workload, batch_size: int, input_size: int) -> str:
     """Structural hash of the network as TVM imports it (did the network change?)."""
     from tasks.retune import network_hash as compute
 
-    return compute(network, batch_size, input_size)
+    return compute(workload, batch_size, input_size)
+
+
+@task(name="register-workload", tags=["tvm"], task_run_name="register {workload.name}")
+def register_workload(db: str, workload: Workload, hardware: str) -> None:
+    """A user's file used directly: registered under its name (unless already, unchanged)."""
+    from tasks.network_registry import ensure_registered
+
+    ensure_registered(db, workload, resolve_profile(hardware).target)
 
 
 @task(name="tune-network", tags=["tvm", "measure"],
@@ -167,6 +178,16 @@ def tune_network(spec: RetuneSpec, tuning_id: str) -> dict:
                         on_trials=lambda done: progress(done, spec.trials))
     progress(spec.trials, spec.trials)  # done, also when a time budget ended it early
     return result
+
+
+@task(name="compile-library", tags=["tvm"],
+      task_run_name="compile {network} with tuning {tuning_id}")
+def compile_library(db: str, network: str, hardware: str, tuning_id: str, out: str) -> dict:
+    """The tuned network as a deployable folder (tasks/deploy.py); returns its manifest."""
+    from tasks.deploy import compile_deployable, validate_compile
+
+    spec = validate_compile(db, network, hardware, tuning_id, out)
+    return compile_deployable(spec, report=get_run_logger().info)
 
 
 @task(name="skip-check", task_run_name="unchanged since the last retune?")

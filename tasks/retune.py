@@ -21,6 +21,7 @@ from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
+from tasks.sources import Workload
 
 BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
 
@@ -87,7 +88,8 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
 class RetuneSpec(Spec):
     """A validated retune request: the profile's real name, the cost model chosen (and why)."""
 
-    network: str
+    network: str  # the store's name for it
+    workload: Workload  # where it comes from (tasks/sources.py)
     hardware: str
     trials: int
     minutes: float | None
@@ -100,6 +102,7 @@ class RetuneSpec(Spec):
     seed: int
     population: int
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
+    out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
 
 
 def check_loadable(path: str) -> None:
@@ -119,17 +122,28 @@ def _loaded(path: str, _mtime_ns: int) -> bool:
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
-                    population: int = 256) -> RetuneSpec:
+                    population: int = 256, out: str | None = None,
+                    input_size: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from tasks.networks import network_def
+    from tasks.network_registry import check_registrable
+    from tasks.networks import ZOO
+    from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
     from tasks.validation import check_db_path, check_positive_ints
 
-    definition = network_def(network)
+    path = check_db_path(db)
+    workload = resolve_workload(network, path)
+    check_registrable(path, workload)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
     check_positive_ints(trials=trials, batch_size=batch_size, population=population)
+    if not workload.is_zoo and (batch_size != 1 or input_size is not None):
+        raise TenforgeError(f"{workload.name}'s sizes come from its inputs; leave --batch-size "
+                            "and --input-size out (or register it with other --input-shape "
+                            "sizes)")
+    if input_size is not None:
+        check_positive_ints(input_size=input_size)
     if minutes is not None and not minutes > 0:
         raise TenforgeError(f"minutes must be positive (or omitted for no time limit), "
                             f"got {minutes!r}")
@@ -138,7 +152,10 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                             f"{', '.join(SCHEDULERS)}")
     if not 0 < flops_share <= 1:
         raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
-    path = check_db_path(db)
+    if out is not None:
+        from tasks.deploy import check_out_dir
+
+        out = str(check_out_dir(out))
     if scheduler == "instant" and cost_model == BASELINE:
         raise TenforgeError(f"the instant scheduler ranks candidates with a learned model; "
                             f"{BASELINE} starts untrained: name a registered model or leave "
@@ -170,11 +187,14 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
-    return RetuneSpec(db=path, network=network, hardware=profile.name, trials=trials,
+    return RetuneSpec(db=path, network=workload.name, workload=workload,
+                      hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
                       scheduler=scheduler, flops_share=flops_share, batch_size=batch_size,
-                      input_size=definition.default_size, seed=seed, population=population,
-                      model_choice=choice)
+                      input_size=(0 if not workload.is_zoo else input_size
+                                  or ZOO[workload.name].default_size),
+                      seed=seed, population=population,
+                      model_choice=choice, out=out)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -197,7 +217,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
     return last if same else None
 
 
-def network_hash(network: str, batch_size: int, input_size: int) -> str:
+def network_hash(network: str | Workload, batch_size: int, input_size: int) -> str:
     from core.tvm_env import structural_hash_hex
     from tasks.workloads import import_to_relax
 
@@ -249,7 +269,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
     profile = resolve_profile(spec.hardware)
     work_dir = tuning_dir(spec.db) / tuning_id
     resumed = resume_from(spec.db, spec, tuning_id, work_dir, report)
-    result = tune_network(spec.network, profile, work_dir, spec.trials,
+    result = tune_network(spec.workload, profile, work_dir, spec.trials,
                           minutes=spec.minutes,
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,

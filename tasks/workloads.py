@@ -6,26 +6,62 @@ are one task whose `weight` counts how often the network runs it.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
-from tasks.networks import build_network, network_def
+from tasks.networks import build_network
+from tasks.sources import ZOO, Workload
 
 
-def import_to_relax(network: str, batch: int, size: int | None = None) -> Any:
+def import_to_relax(network: str | Workload, batch: int, size: int | None = None) -> Any:
     """The network as a legalized, fused Relax IRModule (parameters detached)."""
-    import torch
+    return import_with_weights(network, batch, size)[0]
 
+
+def input_signature(mod: Any) -> list[tuple[list[int], str]]:
+    """(shape, dtype) of each input of `main` (the weights, which follow them, left out)."""
+    main = mod["main"]
+    count = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else 1
+    return [([int(d) for d in p.ty.shape], str(p.ty.dtype)) for p in main.params[:count]]
+
+
+def import_with_weights(network: str | Workload, batch: int, size: int | None = None
+                        ) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
+    """(the fused Relax IRModule, its weights as numpy arrays, its input signature).
+
+    `network` is a zoo name or a resolved Workload (tasks/sources.py); a user's file brings
+    its own batch and sizes. `main` takes the inputs first, then the weights in the order
+    given: tuning needs only shapes, a deployable library (tasks/deploy.py) the weights too.
+
+    Kept per process (the last few): a retune imports its network for the skip check, again
+    to tune and again for `--out`, 1-3 s each; a user's file is keyed by its content hash.
+    Callers must not modify what they get (TVM passes return new modules anyway).
+    """
+    workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    return _imported(workload, batch, size)
+
+
+@lru_cache(maxsize=4)
+def _imported(workload: Workload, batch: int, size: int | None
+              ) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
     tvm = load_tvm("llvm")
     from tvm import relax
-    from tvm.relax.frontend.torch import from_exported_program
 
-    model, inputs = build_network(network, batch, size)
-    with torch.no_grad():
-        exported = torch.export.export(model, inputs)
-    mod = from_exported_program(exported, keep_params_as_input=True)
-    mod, _params = relax.frontend.detach_params(mod)
+    if workload.is_zoo:
+        import torch
+        from tvm.relax.frontend.torch import from_exported_program
+
+        model, inputs = build_network(workload.name, batch, size)
+        with torch.no_grad():
+            exported = torch.export.export(model, inputs)
+        mod = from_exported_program(exported, keep_params_as_input=True)
+        mod, params = relax.frontend.detach_params(mod)
+    else:
+        from tasks.user_models import relax_with_weights
+
+        mod, params = relax_with_weights(workload)
     passes = tvm.transform.Sequential([
         relax.transform.DecomposeOpsForInference(),
         relax.transform.LegalizeOps(),  # without it extract_tasks finds nothing
@@ -34,19 +70,24 @@ def import_to_relax(network: str, batch: int, size: int | None = None) -> Any:
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
     ])
-    return passes(mod)
+    weights = [w.numpy() for w in params.get("main", [])]
+    return passes(mod), weights, input_signature(mod)
 
 
-def extract_network_tasks(network: str, batch: int, size: int | None, target: dict) -> list[TaskInfo]:
+def extract_network_tasks(network: str | Workload, batch: int, size: int | None, target: dict
+                          ) -> list[TaskInfo]:
     """Import `network` and split it into MetaSchedule tuning tasks for `target`."""
+    return split_into_tasks(import_to_relax(network, batch, size), target)
+
+
+def split_into_tasks(relax_mod: Any, target: dict) -> list[TaskInfo]:
+    """A fused Relax module's MetaSchedule tuning tasks for `target`."""
     tvm = load_tvm(target)
     from tvm.s_tir import analysis
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import shash2hex
     from tvm.target import Target
 
-    network_def(network)  # validate the name before the expensive part
-    relax_mod = import_to_relax(network, batch, size)
     tasks = []
     for task in ms.relax_integration.extract_tasks(relax_mod, Target(target)):
         mod = task.dispatched[0]

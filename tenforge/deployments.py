@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from core.errors import TenforgeError
 
@@ -64,27 +64,60 @@ def _fill(value: Any, fields: dict[str, str]) -> Any:
     return value
 
 
-def profile_deployments(spec: dict[str, Any], profiles: list[Any]) -> list[dict[str, Any]]:
-    """Every per-profile template, once per profile, on the profile's pool."""
+RETUNE_TEMPLATE = "retune-{profile}"
+
+
+def profile_deployments(spec: dict[str, Any], profiles: list[Any],
+                        networks: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every per-profile template, once per profile, on the profile's pool; and the retune
+    template once more per registered user network (`tenforge networks add`)."""
     templates = (spec.get("definitions") or {}).get("per_profile") or []
+    retune = [t for t in templates if t.get("name") == RETUNE_TEMPLATE]
     out = []
     for profile in profiles:
         fields = {"profile": profile.name,
                   "description": profile.description or f"hardware profile {profile.name}"}
-        for template in templates:
+        per_network = []
+        for network, template in ((n, t) for n in networks for t in retune):
+            deployment = copy.deepcopy(template)
+            deployment["name"] = f"retune-{network}-{{profile}}"
+            deployment["parameters"] = {**deployment.get("parameters", {}), "network": network}
+            per_network.append(deployment)
+        for template in [*templates, *per_network]:
             deployment = _fill(copy.deepcopy(template), fields)
             deployment["work_pool"] = {"name": profile.name, "work_queue_name": "default"}
             out.append(deployment)
     return out
 
 
+def registered_networks(db: str | None = None, report=print) -> list[str]:
+    """The user networks registered in the service's store (none if it cannot be read now)."""
+    from storage import queries
+    from storage.store import Store
+    from tasks.validation import check_db_path
+
+    path = check_db_path(db)
+    if not Path(path).exists():
+        return []
+    try:
+        with Store(path, read_only=True) as store:
+            return [row[0] for row in queries.registered_workloads(store)]
+    except Exception as exc:  # noqa: BLE001 - a store another process holds: say so, go on
+        report(f"registered networks not read from {path} ({type(exc).__name__}); their "
+               "retune deployments are left out")
+        return []
+
+
 def machine_deployments(profiles: list[Any], shared: bool = True,
-                        spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A prefect.yaml for this machine: the per-profile deployments of `profiles`, plus the
+                        spec: dict[str, Any] | None = None,
+                        networks: Sequence[str] | None = None) -> dict[str, Any]:
+    """A prefect.yaml for this machine: the per-profile deployments of `profiles` (with a
+    retune per registered network: `networks`, default those of the default store), plus the
     hardware-independent ones when `shared` (the server's machine)."""
     spec = copy.deepcopy(spec or read_spec())
+    networks = registered_networks() if networks is None else networks
     spec["deployments"] = [*(spec.get("deployments") or [] if shared else []),
-                           *profile_deployments(spec, profiles)]
+                           *profile_deployments(spec, profiles, networks)]
     return spec
 
 

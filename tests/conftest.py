@@ -51,10 +51,10 @@ def shared_prefect_api() -> str:
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
-            ephemeral: bool = False) -> subprocess.CompletedProcess:
-    """Run `tenforge ARGS` as a user would, in a fresh process. Its flows report to the test
-    process's Prefect server (`shared_prefect_api`), or with `ephemeral` to a temporary one of
-    their own, as `./run pipeline` does."""
+            ephemeral: bool = False, cwd: str | Path = ROOT) -> subprocess.CompletedProcess:
+    """Run `tenforge ARGS` as a user would, in a fresh process (in `cwd`). Its flows report to
+    the test process's Prefect server (`shared_prefect_api`), or with `ephemeral` to a
+    temporary one of their own, as `./run pipeline` does."""
     run_env = {**os.environ, **(env or {})}
     if ephemeral:  # its own Prefect home too: two servers on one SQLite file stall each other
         run_env.pop("PREFECT_API_URL", None)
@@ -62,7 +62,7 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
     elif "PREFECT_API_URL" not in run_env:
         run_env["PREFECT_API_URL"] = shared_prefect_api()
     return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env=run_env)
+                          text=True, timeout=timeout, cwd=cwd, env=run_env)
 
 
 def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]:
@@ -97,22 +97,28 @@ SEED_PROFILE = "cpu-znver3-avx2-1t"
 
 @pytest.fixture(scope="session")
 def pretrained_store(seed_store, tmp_path_factory) -> tuple[str, str]:
-    """(store, model id): the seed plus one small xgb pre-trained on SEED_PROFILE through the
-    CLI, built once per test process. Copy the store before writing to it; the model's
+    """(store, model id): the seed plus one small xgb pre-trained on SEED_PROFILE, built once
+    per test process: the pretrain flow's own step and run record, in this process (the CLI
+    and flow are tested in tests/flows/test_transfer.py; a fresh process and Prefect flow
+    here cost ~10 s per test process). Copy the store before writing to it; the model's
     artifact stays where it is (artifacts are never edited)."""
-    import json
     import shutil
+    import uuid
 
     from storage.store import Store
+    from tasks.training import pretrain
 
-    db = tmp_path_factory.mktemp("pretrained") / "store.duckdb"
+    db = str(tmp_path_factory.mktemp("pretrained") / "store.duckdb")
     shutil.copy(seed_store, db)
-    result = run_cli("pretrain", "--hardware", SEED_PROFILE, "--family", "xgb", "--params",
-                     json.dumps({"n_estimators": 30}), "--db", str(db))
-    assert result.returncode == 0, result.stderr[-3000:]
-    with Store(db, read_only=True) as store:
-        (model_id,), = store.query("SELECT model_id FROM models")
-    return str(db), model_id
+    run_id = str(uuid.uuid4())
+    with Store(db) as store:
+        store.start_run(run_id, "pretrain", {"hardware": [SEED_PROFILE], "family": "xgb"},
+                        hardware=SEED_PROFILE)
+    out = pretrain(db, [SEED_PROFILE], [], "xgb", {"n_estimators": 30}, None, 0, run_id,
+                   log=lambda _: None)
+    with Store(db) as store:
+        store.finish_run(run_id, "completed", out)
+    return db, out["model_id"]
 
 
 @pytest.fixture(scope="session")

@@ -142,6 +142,18 @@ class Measurer:
                                  "runner": self.profile.runner, "settings": settings,
                                  "repeat": repeat}, timeout_s)
 
+    def run_library(self, library: str, params: str, inputs: list[dict[str, Any]],
+                    weight_names: list[str], repeat: int = 30,
+                    timeout_s: float = 600.0) -> dict[str, Any]:
+        """Time an exported network library (tasks/deploy.py) end to end on the runner, with
+        the profile's thread count: `inputs` are [{"shape", "dtype"}], the weights come from
+        `params` in `weight_names` order. Raises WorkerFailure or RuntimeError."""
+        settings = {**self.settings.as_dict(), "number": 1, "warmup_runs": 3}
+        return self.runner.call({"op": "run_library", "library": library, "params": params,
+                                 "inputs": inputs, "weight_names": weight_names,
+                                 "target": self.profile.target, "runner": self.profile.runner,
+                                 "settings": settings, "repeat": repeat}, timeout_s)
+
     def _prepare(self, job: MeasureJob) -> None:
         check = (self.settings.check_correctness
                  and job.workload_hash not in self._no_reference)

@@ -228,9 +228,30 @@ def _do_run_network(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
             "tir_functions": functions}
 
 
+def _do_run_library(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """Load an exported library and its weights as a deployment does (tasks/deploy.py) and
+    time `main` end to end on seeded random inputs, caches warm."""
+    from tvm.runtime.vm import VirtualMachine  # the runtime's VM: what a deployment has
+
+    if req["runner"].get("kind", "local") != "local":
+        raise RuntimeError("library runs on RPC devices are not supported yet; run locally")
+    _, dev = _session(tvm, req["target"], req["runner"])
+    vm = VirtualMachine(tvm.runtime.load_module(req["library"]), dev)
+    weights = tvm.runtime.load_param_dict_from_file(req["params"])
+    inputs = _random_args([_Shape(a["shape"], a["dtype"]) for a in req["inputs"]], seed=0)
+    tensors = ([tvm.runtime.tensor(a, dev) for a in inputs]
+               + [weights[name].copyto(dev) for name in req["weight_names"]])
+    first = vm["main"](*tensors)
+    outputs = [{"shape": [int(d) for d in o.shape], "dtype": str(o.dtype)}
+               for o in ([first] if hasattr(first, "shape") else first)]  # one, or a tuple
+    settings = {**req["settings"], "cache_flush": False}
+    return {**_timed_runs(tvm, vm, "main", dev, tensors, settings, req["repeat"],
+                          req["target"]["kind"]), "outputs": outputs}
+
+
 _HANDLERS = {"build": _do_build, "prepare": _do_prepare, "run": _do_run,
              "build_module": _do_build_module, "run_module": _do_run_module,
-             "run_network": _do_run_network}
+             "run_network": _do_run_network, "run_library": _do_run_library}
 
 
 def _worker_main(conn: Any, target: dict[str, Any]) -> None:

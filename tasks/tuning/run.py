@@ -13,6 +13,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from tasks.constraints import rules_for
 from tasks.schedulers import create_scheduler
+from tasks.sources import Workload
 from tasks.tuning.contexts import tune_contexts
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
@@ -51,8 +52,8 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
             "tir_functions": run["tir_functions"]}
 
 
-def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, trials: int,
-                 minutes: float | None = None, cost_model: str = "xgb",
+def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
+                 trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
                  trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
@@ -78,6 +79,7 @@ def tune_network(network: str, profile: HardwareProfile, work_dir: str | Path, t
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     relax_mod = import_to_relax(network, batch_size, input_size)
+    network = network.name if isinstance(network, Workload) else network  # reports, the row
     relax_json = tvm.ir.save_json(relax_mod)
     target = profile.tvm_target()
     extracted = list(ms.relax_integration.extract_tasks(relax_mod, target))

@@ -4,6 +4,7 @@ export MetaSchedule databases, the seed dataset."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from core.errors import TenforgeError
@@ -23,11 +24,44 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 
 
 def cmd_networks(args: argparse.Namespace) -> int:
+    from storage.queries import registered_workloads
     from storage.reports import format_table
+    from storage.store import Store
     from tasks.networks import ZOO
+    from tasks.validation import check_db_path
 
     print(format_table(["network", "default size", "description"],
                        [(d.name, d.default_size, d.description) for d in ZOO.values()]))
+    path = check_db_path(args.db)
+    rows = []
+    if Path(path).exists():
+        with Store(path, read_only=True) as store:
+            rows = registered_workloads(store)
+    if rows:
+        print(f"\nregistered in {path}:")
+        print(format_table(["network", "kind", "inputs", "tasks", "source"], [
+            (name, kind, " ".join("x".join(map(str, i["shape"])) + f":{i['dtype']}"
+                                  for i in json.loads(inputs)), tasks, source)
+            for name, kind, source, inputs, tasks, _ in rows]))
+    return 0
+
+
+def cmd_networks_add(args: argparse.Namespace) -> int:
+    from tasks.hardware import resolve_profile
+    from tasks.network_registry import register
+    from tasks.sources import file_workload, looks_like_file, parse_input_shapes
+    from tasks.validation import check_db_path
+
+    if not looks_like_file(args.file):
+        raise TenforgeError(f"{args.file!r} is not a file reference; give FILE.py:FACTORY, "
+                            "FILE.pt2 or FILE.onnx")
+    workload = file_workload(args.file, args.name, parse_input_shapes(args.input_shape))
+    profile = resolve_profile(args.hardware)
+    row = register(check_db_path(args.db), workload, profile.target)
+    tasks = len(json.loads(row["tasks_json"]))
+    print(f"registered {workload.name} ({workload.kind}, {tasks} tasks on {profile.name}); "
+          f"retune it with `tenforge retune {workload.name}`; `tenforge service` deploys "
+          f"retune-{workload.name}-<profile> for it")
     return 0
 
 

@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=_positive, default=8, help="candidates per task")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--input-size", type=_positive, default=None,
+                   help="zoo networks: image side / sequence length (default: each network's "
+                        "default size, `tenforge networks`)")
     p.add_argument("--measure-batch", type=_positive, default=16,
                    help="candidates built together before being run")
     p.add_argument("--outbox", default=None,
@@ -115,8 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("hardware", help="list hardware profiles")
     p.set_defaults(func=data.cmd_hardware)
-    p = sub.add_parser("networks", help="list zoo networks")
+    p = sub.add_parser("networks", help="the zoo's networks and the ones registered in the "
+                                        "store; `networks add` registers your own")
+    db_option(p)
     p.set_defaults(func=data.cmd_networks)
+    nsub = p.add_subparsers(dest="networks_command", parser_class=_Parser)
+    p = nsub.add_parser("add", help="register your own network for collects, retunes and their "
+                                    "scheduled deployments")
+    p.add_argument("file", help="FILE.py:FACTORY (your code; FACTORY() returns (module, "
+                                "example_inputs)), FILE.pt2 (torch.export.save) or FILE.onnx")
+    p.add_argument("--name", required=True, help="the name to use for it everywhere")
+    p.add_argument("--input-shape", action="append", default=None, metavar="NAME=DIMS",
+                   help="a size for an input with dynamic dims, like input=1x3x224x224 "
+                        "(repeat per input)")
+    p.add_argument("--hardware", default="local",
+                   help="profile whose target its task list is made for")
+    db_option(p)
+    p.set_defaults(func=data.cmd_networks_add)
 
     p = sub.add_parser("query", help="run SQL on the store (read-only)")
     p.add_argument("sql")
@@ -188,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("retune", help="tune a network with the best learned cost model and "
                                       "measure its end-to-end latency")
-    p.add_argument("network", help="a zoo network (`tenforge networks`)")
+    p.add_argument("network", help="a zoo or registered network (`tenforge networks`), or "
+                                   "FILE.py:FACTORY, FILE.pt2 or FILE.onnx")
     p.add_argument("--hardware", default="local", help="hardware profile")
     p.add_argument("--trials", type=_positive, default=64, help="measured candidates in all")
     p.add_argument("--minutes", type=float, default=None,
@@ -206,11 +225,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--population", type=_positive, default=256,
                    help="evolutionary search population per round (smaller: faster rounds)")
     p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--input-size", type=_positive, default=None,
+                   help="zoo networks: image side / sequence length (default: the network's "
+                        "default size, `tenforge networks`)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true",
                    help="tune even if nothing changed since the last run")
+    p.add_argument("--out", default=None,
+                   help="also write the tuned network as a deployable folder (see compile)")
     db_option(p)
     p.set_defaults(func=run.cmd_retune)
+
+    p = sub.add_parser("compile", help="a tuned network as a folder to deploy: the library "
+                                       "(model.so), its weights, a manifest and an example")
+    p.add_argument("network", help="the network a retune tuned (as named to retune)")
+    p.add_argument("--hardware", default="local", help="hardware profile it was tuned on")
+    p.add_argument("--tuning-id", default=None,
+                   help="which retune's schedules (default: the fastest of this network on "
+                        "this hardware; `tenforge report` lists them)")
+    p.add_argument("--out", required=True, help="a new folder to write")
+    db_option(p)
+    p.set_defaults(func=run.cmd_compile)
 
     p = sub.add_parser("service", help="the service: Prefect server + UI, and for each hardware "
                                        "profile of this machine a work pool, its deployments "

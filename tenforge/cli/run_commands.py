@@ -10,11 +10,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from tasks.collect import validate_collect
 
     spec = validate_collect(args.db, args.hardware, args.networks, args.candidates, args.seed,
-                            args.batch_size, args.measure_batch, args.outbox)
+                            args.batch_size, args.measure_batch, args.outbox, args.input_size)
     from flows.collect import collect
 
     collect(hardware=args.hardware, networks=args.networks, candidates_per_task=args.candidates,
-            seed=args.seed, batch_size=args.batch_size, db=spec.db,
+            seed=args.seed, batch_size=args.batch_size, input_size=args.input_size, db=spec.db,
             measure_batch=args.measure_batch, outbox=spec.outbox)
     return 0
 
@@ -79,11 +79,20 @@ def cmd_retune(args: argparse.Namespace) -> int:
     params = dict(network=args.network, hardware=args.hardware, trials=args.trials,
                   minutes=args.minutes, cost_model=args.cost_model, scheduler=args.scheduler,
                   flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed,
-                  population=args.population)
+                  population=args.population, out=args.out, input_size=args.input_size)
     spec = validate_retune(args.db, **params)
     from flows.retune import retune
 
     retune(**params, force=args.force, db=spec.db)
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """Not a flow: one local compile, no orchestration (`retune --out` runs it as a task)."""
+    from tasks.deploy import compile_deployable, validate_compile
+
+    spec = validate_compile(args.db, args.network, args.hardware, args.tuning_id, args.out)
+    compile_deployable(spec)
     return 0
 
 
