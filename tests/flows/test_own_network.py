@@ -175,8 +175,9 @@ def test_bad_network_files_are_refused_in_one_line_and_write_nothing(user_files,
 
 @pytest.mark.slow
 def test_registered_names_are_unique_and_dynamic_dims_take_sizes(user_files, tmp_path):
-    """One name, one file; an ONNX model with a dynamic batch is registered with a size; the
-    registry lists both, and their deployments exist per profile."""
+    """One name, one file; an ONNX model with a dynamic batch is registered with a size; a file
+    named directly in collect is measured and registered; the registry lists them, and their
+    deployments exist per profile."""
     from tenforge.deployments import machine_deployments, machine_profiles
 
     folder, _, _ = user_files
@@ -195,6 +196,16 @@ def test_registered_names_are_unique_and_dynamic_dims_take_sizes(user_files, tmp
         rows = dict(store.query("SELECT name, inputs_json FROM workloads"))
     assert json.loads(rows["dyn"]) == [{"shape": [2, 4], "dtype": "float32"}]
     assert json.loads(rows["mine"]) == [{"shape": [1, 3, 16, 16], "dtype": "float32"}]
+    # a file named directly: collected, and registered under its file's name on first use
+    collected = run_cli("collect", "--networks", str(folder / "my_model.onnx"), "--candidates",
+                        "2", "--hardware", "local-1t", "--db", db)
+    assert collected.returncode == 0, collected.stderr[-3000:]
+    with Store(db, read_only=True) as store:
+        kind = store.scalar("SELECT kind FROM workloads WHERE name = 'my_model'")
+        measured = store.scalar("SELECT count(*) FROM measurements m JOIN candidates c USING "
+                                "(candidate_id) JOIN network_tasks nt USING (task_id) JOIN "
+                                "networks n USING (network_id) WHERE n.name = 'my_model'")
+    assert kind == "onnx" and measured >= 2
     listed = run_cli("networks", "--db", db)
     assert listed.returncode == 0 and "resnet18" in listed.stdout
     assert re.search(r"^dyn +onnx +2x4:float32 +1 ", listed.stdout, re.M), listed.stdout
