@@ -1,9 +1,10 @@
 """Networks nobody at tenforge wrote, through the user's path: register, collect, retune, compile.
 
 Hugging Face `transformers` models built from a config (random weights, nothing downloaded):
-GPT-2 (2 layers, hidden 256, 32 tokens) saved with torch.export.save as a `.pt2`, and ViT
-(2 layers, hidden 192, 64x64 image) as a `.py` factory and as an ONNX file exported from
-PyTorch (torch.onnx.export). Each goes through the CLI as a user would (`networks add`,
+GPT-2 (2 layers, hidden 256, 32 tokens and their attention mask) saved with torch.export.save
+as a `.pt2`, and ViT (2 layers, hidden 192, 64x64 image) as a `.py` factory and as an ONNX file
+exported from PyTorch (torch.onnx.export). Two GPT-2 exports TVM cannot take are refused first,
+each in one line. Each goes through the CLI as a user would (`networks add`,
 `collect`, `retune`, `compile`), then the compiled library is loaded with the TVM runtime and
 compared with PyTorch on the same inputs, and timed beside PyTorch eager at the same threads.
 
@@ -39,13 +40,32 @@ FACTORIES = '''
 import torch
 
 
-def gpt2():
+def gpt2_bare():
     from transformers import GPT2Config, GPT2Model
 
     torch.manual_seed(0)
     config = GPT2Config(n_layer=2, n_head=4, n_embd=256, n_positions=64, vocab_size=1000,
                         bos_token_id=0, eos_token_id=0, use_cache=False)
+    config.return_dict = False  # tuple outputs: a ModelOutput .pt2 needs transformers to load
     return GPT2Model(config).eval(), (torch.randint(0, 1000, (1, 32)),)
+
+
+class GPT2Inference(torch.nn.Module):
+    """Token ids and attention mask in, hidden states out: how a deployed GPT-2 is called
+    (without a mask, transformers checks position ids for packed sequences with a cumsum
+    over booleans, which TVM cannot lower)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
+
+
+def gpt2():
+    model, (ids,) = gpt2_bare()
+    return GPT2Inference(model).eval(), (ids, torch.ones_like(ids))
 
 
 def vit():
@@ -119,6 +139,19 @@ def main() -> None:
     torch.onnx.export(vit, vit_inputs, str(work / "vit.onnx"), dynamo=False,
                       input_names=["pixel_values"])
     env = {**os.environ, "TENFORGE_DB": str(work / "store.duckdb")}
+    # Two GPT-2 exports TVM cannot take, refused in one line by name: outputs of a type
+    # transformers registers with torch (ModelOutput), and a cumsum over booleans.
+    bare, (ids,) = hf_models.gpt2_bare()
+    bare.config.return_dict = True
+    torch.export.save(torch.export.export(bare, (ids,)), str(work / "gpt2_dict.pt2"))
+    bare.config.return_dict = False
+    torch.export.save(torch.export.export(bare, (ids,)), str(work / "gpt2_nomask.pt2"))
+    for refused_file in ("gpt2_dict.pt2", "gpt2_nomask.pt2"):
+        refused = subprocess.run([sys.executable, "-m", "tenforge.cli", "networks", "add",
+                                  refused_file, "--name", "refused"], cwd=work, env=env,
+                                 capture_output=True, text=True)
+        print(f"{refused_file} (exit {refused.returncode}): "
+              f"{refused.stderr.strip().splitlines()[-1]}")
     cases = [("gpt2_pt2", "gpt2.pt2", gpt2, gpt2_inputs),
              ("vit_factory", "hf_models.py:vit", vit, vit_inputs),
              ("vit_onnx", "vit.onnx", vit, vit_inputs)]

@@ -110,20 +110,57 @@ def _pickle_free_copy(path: Path, folder: str) -> Path:
     return copy
 
 
+@contextlib.contextmanager
+def _torch_export_log() -> Iterator[list[str]]:
+    """torch.export.load logs why it failed (with a traceback) instead of raising it: keep
+    those messages for the one-line refusal, and off the user's terminal."""
+    import logging
+
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            cause = record.exc_info[1] if record.exc_info else ""
+            messages.append(f"{record.getMessage()} {cause}")
+
+    logger = logging.getLogger("torch.export")
+    handlers, propagate = logger.handlers, logger.propagate
+    logger.handlers, logger.propagate = [Keep()], False  # torch attaches its own handler
+    try:
+        yield messages
+    finally:
+        logger.handlers, logger.propagate = handlers, propagate
+
+
+def _why_unreadable(path: Path, exc: Exception, logged: list[str]) -> str:
+    """One line: a pytree type registered by another library (a transformers ModelOutput)
+    gets its own advice; anything else says what torch said."""
+    import re
+
+    for message in logged:
+        found = re.search(r"Deserializing (\S+) in pytree is not registered", message)
+        if found:
+            return (f"{path}: its outputs are {found.group(1)}, a type another library "
+                    "registers with torch at import; tenforge imports no library a file "
+                    "names: export the model with plain tensor or tuple outputs (for "
+                    "transformers, config.return_dict = False)")
+    cause = logged[-1].splitlines()[-1] if logged else f"{type(exc).__name__}: {exc}"
+    return f"{path} could not be read as a torch.export program: {cause[:300]}"
+
+
 def exported_program(workload: Workload) -> Any:
     """The `.pt2` as a torch ExportedProgram with static input shapes."""
     import torch
 
     with tempfile.TemporaryDirectory(prefix="tenforge-pt2-") as folder:
         copy = _pickle_free_copy(workload.path, folder)
-        with _no_unpickling(workload.path):
+        with _no_unpickling(workload.path), _torch_export_log() as logged:
             try:
                 program = torch.export.load(str(copy))
             except TenforgeError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a damaged or foreign archive
-                raise TenforgeError(f"{workload.path} could not be read as a torch.export "
-                                    f"program: {type(exc).__name__}: {exc}") from None
+                raise TenforgeError(_why_unreadable(workload.path, exc, logged)) from None
     placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
     given = workload.shapes()
     inputs, dynamic = [], []

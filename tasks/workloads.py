@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from core.errors import TenforgeError
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
 from tasks.networks import build_network
@@ -62,16 +63,52 @@ def _imported(workload: Workload, batch: int, size: int | None
         from tasks.user_models import relax_with_weights
 
         mod, params = relax_with_weights(workload)
-    passes = tvm.transform.Sequential([
+    legalized = tvm.transform.Sequential([
         relax.transform.DecomposeOpsForInference(),
         relax.transform.LegalizeOps(),  # without it extract_tasks finds nothing
+    ])(mod)
+    check_lowered(legalized, workload.name)
+    fused = tvm.transform.Sequential([
         relax.transform.AnnotateTIROpPattern(),
         relax.transform.FoldConstant(),
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
-    ])
+    ])(legalized)
     weights = [w.numpy() for w in params.get("main", [])]
-    return passes(mod), weights, input_signature(mod)
+    return fused, weights, input_signature(mod)
+
+
+# Relax operators the VM runs as they are; any other left after LegalizeOps has no lowering.
+_VM_OPS = {"relax.null_value", "relax.shape_of", "relax.tensor_to_shape",
+           "relax.shape_to_tensor", "relax.print", "relax.assert_op", "relax.make_closure",
+           "relax.invoke_closure", "relax.hint_on_device", "relax.to_vdevice"}
+
+
+def check_lowered(mod: Any, name: str) -> None:
+    """Refuse, by operator name, a network whose import left Relax operators that TVM cannot
+    lower (a frontend mapped them, LegalizeOps has no rule for their operand types): it would
+    fail later, inside the first build, with a page of IR."""
+    tvm = load_tvm("llvm")
+    from tvm import relax
+
+    left: set[str] = set()
+
+    def visit(expr: Any) -> None:
+        if isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.Op):
+            op = expr.op.name
+            if not (op.startswith(("relax.call_", "relax.memory.", "relax.vm.",
+                                   "relax.builtin.")) or op in _VM_OPS):
+                types = ", ".join(str(getattr(getattr(a, "ty", None), "dtype", "?"))
+                                  for a in expr.args)
+                left.add(f"{op}({types})")
+
+    for function in mod.functions.values():
+        if isinstance(function, relax.Function):
+            relax.analysis.post_order_visit(function.body, visit)
+    if left:
+        raise TenforgeError(f"TVM cannot lower operator {', '.join(sorted(left))} of {name} "
+                            "(its import left it with no lowering rule for those types); "
+                            "change that operation in the model, or export it another way")
 
 
 def extract_network_tasks(network: str | Workload, batch: int, size: int | None, target: dict

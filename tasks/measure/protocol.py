@@ -8,8 +8,10 @@ from typing import Any
 
 
 def one_line(text: str, limit: int = 500) -> str:
-    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
-    # TVM errors end with the useful line; Python tracebacks too.
+    # TVM errors end with the useful line; Python tracebacks too. An error that prints IR ends
+    # with IR comments ("# Metadata omitted..."): those are skipped.
+    lines = [ln.strip() for ln in str(text).strip().splitlines()
+             if ln.strip() and not ln.strip().startswith("# ")]
     return (lines[-1] if lines else "unknown error")[:limit]
 
 

@@ -15,6 +15,8 @@ from tests.conftest import ROOT, assert_refused, run_cli, run_cli_table
 
 # The user's code: a small network of their own, not a zoo entry.
 USER_CODE = '''
+import dataclasses
+
 import torch
 from torch import nn
 
@@ -40,6 +42,28 @@ def boom():
 
 def wrong():
     return torch.randn(3)
+
+
+class Flags(nn.Module):  # a cumsum over booleans: TVM has no lowering for it
+    def forward(self, x):
+        return (x > 0).cumsum(-1).float()
+
+
+def flags():
+    return Flags(), (torch.randn(1, 8),)
+
+
+@dataclasses.dataclass
+class Out:  # an output type registered with torch by this module, as transformers does
+    hidden: torch.Tensor
+
+
+torch.utils._pytree.register_dataclass(Out, serialized_type_name="my_model.Out")
+
+
+class WithOut(nn.Module):
+    def forward(self, x):
+        return Out(torch.relu(x))
 '''
 
 
@@ -72,6 +96,8 @@ def user_files(tmp_path_factory):
     torch.export.save(torch.export.export(model, inputs), str(folder / "my_model.pt2"))
     torch.onnx.export(model, inputs, str(folder / "my_model.onnx"), dynamo=False,
                       input_names=["x"])
+    torch.export.save(torch.export.export(my_model.WithOut(), (torch.randn(2, 3),)),
+                      str(folder / "with_out.pt2"))
     return folder, model, inputs
 
 
@@ -151,7 +177,8 @@ def test_bad_network_files_are_refused_in_one_line_and_write_nothing(user_files,
     _write_pickled_pt2(folder / "my_model.pt2", tmp_path / "pickled.pt2")
     db = str(tmp_path / "store.duckdb")
     add = ["networks", "add", "--db", db, "--name", "n"]
-    cases = [
+    cases = [  # one process: before any case runs my_model.py (it registers my_model.Out)
+        ([*add, str(folder / "with_out.pt2")], "its outputs are my_model.Out, a type another"),
         ([*add, str(tmp_path / "missing.pt2")], "does not exist"),
         ([*add, str(tmp_path / "text.pt2")], "is not a program saved with torch.export.save"),
         ([*add, str(tmp_path / "custom.onnx")], "does not support operator FancyCustomOp"),
@@ -162,6 +189,7 @@ def test_bad_network_files_are_refused_in_one_line_and_write_nothing(user_files,
         ([*add, f"{folder / 'my_model.py'}:boom"], "boom() raised ValueError: no weights here"),
         ([*add, f"{folder / 'my_model.py'}:wrong"], "wrong() returned Tensor; expected"),
         ([*add, f"{folder / 'my_model.py'}:absent"], "has no 'absent'"),
+        ([*add, f"{folder / 'my_model.py'}:flags"], "cannot lower operator relax.cumsum(bool)"),
         (["retune", str(tmp_path / "missing.onnx"), "--db", db], "does not exist"),
         (["retune", "my_net_nobody_registered", "--db", db], "unknown network"),
         (["compile", "my_model", "--out", str(tmp_path / "lib"), "--db", db],
