@@ -62,9 +62,14 @@ def file_hash(path: Path) -> str:
 
 
 def check_name(name: str) -> str:
+    from tasks import networks
+
     if not _NAME.match(name):
         raise TenforgeError(f"network name {name!r} is not usable: start with a letter, then "
                             "letters, digits, '_', '.' or '-' (64 at most)")
+    if name in networks.ZOO:  # the zoo's names resolve first: this one could never be named
+        raise TenforgeError(f"network name {name!r} is a zoo network's; choose another "
+                            "(--name)")
     return name
 
 
@@ -100,6 +105,10 @@ def file_workload(reference: str, name: str | None = None,
     source = f"{path}:{factory}" if kind == FACTORY else str(path)
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
     default = stem if stem[:1].isalpha() else f"net_{stem}"
+    from tasks import networks
+
+    if name is None and default in networks.ZOO:  # resnet18.onnx: not the zoo's resnet18
+        default = f"{default}_{path.suffix.lstrip('.')}"
     return Workload(name=check_name(name or default), kind=kind, source=source,
                     content_hash=file_hash(path), input_shapes=input_shapes)
 

@@ -57,6 +57,10 @@ def test_names_must_be_usable(tmp_path):
     (tmp_path / "m.onnx").write_bytes(b"x")
     with pytest.raises(TenforgeError, match="is not usable"):
         file_workload(str(tmp_path / "m.onnx"), name="no spaces please")
+    with pytest.raises(TenforgeError, match="is a zoo network's; choose another"):
+        file_workload(str(tmp_path / "m.onnx"), name="resnet18")
+    (tmp_path / "resnet18.onnx").write_bytes(b"x")  # named after a zoo network: kept apart
+    assert resolve_workload(str(tmp_path / "resnet18.onnx")).name == "resnet18_onnx"
 
 
 def test_input_shapes_parse_and_refuse_nonsense():
