@@ -23,37 +23,6 @@ os.environ["PREFECT_HOME"] = tempfile.mkdtemp(
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 
-# The longest tests (minutes each in .ci/run on 2 vCPUs), started first: with two workers, a
-# long test that happens to start last decides when the whole suite ends (one .ci/run took
-# 889 s, the next, with the pipeline test started 11 minutes in, over 1200 s).
-LONGEST_FIRST = (
-    "tests/flows/test_pipeline.py::test_pipeline_on_a_fresh_store",
-    "tests/test_service.py::test_a_fleet_two_joined_workers",  # its whole xdist group moves
-    "tests/flows/test_retune.py::test_a_killed_retune_resumes",
-    "tests/flows/test_retune.py::test_retune_with_the_best_model",  # with its group
-    "tests/flows/test_own_network.py::test_the_readme_path",
-    "tests/flows/test_onboard.py::test_onboard_prints_the_three_way_table",
-    "tests/test_faults.py::test_random_kills_lose_nothing",
-)
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    """LONGEST_FIRST first; a test of an xdist group moves its whole group, in its order."""
-    def group(item) -> str | None:
-        mark = item.get_closest_marker("xdist_group")
-        return str(mark.args[0]) if mark and mark.args else None
-
-    def rank(item) -> int:
-        return next((i for i, prefix in enumerate(LONGEST_FIRST)
-                     if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
-
-    group_rank: dict[str, int] = {}
-    for item in items:
-        if group(item) is not None:
-            group_rank[group(item)] = min(group_rank.get(group(item), len(LONGEST_FIRST)),
-                                          rank(item))
-    items.sort(key=lambda item: group_rank[group(item)] if group(item) else rank(item))
-
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
