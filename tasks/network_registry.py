@@ -8,23 +8,19 @@ import json
 from typing import Any
 
 from core.errors import TenforgeError
-from storage import queries
 from storage.store import Store
-from tasks.sources import Workload
+from tasks.sources import Workload, registered_workload
 
 
 def check_registrable(db: str, workload: Workload) -> None:
     """Refuse a name already registered to another file (the same file again is an update)."""
-    from pathlib import Path
-
-    if workload.is_zoo or not Path(db).exists():
+    if workload.is_zoo:
         return
-    with Store(db, read_only=True) as store:
-        row = queries.workload_row(store, workload.name)
-    if row is not None and row["source"] != workload.source:
-        raise TenforgeError(f"network name {workload.name!r} is registered to {row['source']}; "
-                            f"register {workload.source} under another name: tenforge networks "
-                            "add FILE --name NEW_NAME")
+    registered = registered_workload(db, workload.name)
+    if registered is not None and registered.source != workload.source:
+        raise TenforgeError(f"network name {workload.name!r} is registered to "
+                            f"{registered.source}; register {workload.source} under another "
+                            "name: tenforge networks add FILE --name NEW_NAME")
 
 
 def describe(workload: Workload, target: dict) -> dict[str, Any]:
@@ -59,14 +55,9 @@ def register(db: str, workload: Workload, target: dict) -> dict[str, Any]:
 def ensure_registered(db: str, workload: Workload, target: dict) -> None:
     """Register a file used directly (retune FILE, collect FILE) unless that very content is
     registered already."""
-    from pathlib import Path
-
     if workload.is_zoo:
         return
-    if Path(db).exists():
-        with Store(db, read_only=True) as store:
-            row = queries.workload_row(store, workload.name)
-        if row is not None and (row["source"], row["content_hash"]) == (
-                workload.source, workload.content_hash):
-            return
-    register(db, workload, target)
+    registered = registered_workload(db, workload.name)
+    if registered is None or (registered.source, registered.content_hash) != (
+            workload.source, workload.content_hash):
+        register(db, workload, target)

@@ -41,6 +41,8 @@ def import_with_weights(network: str | Workload, batch: int, size: int | None = 
     Callers must not modify what they get (TVM passes return new modules anyway).
     """
     workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    if not workload.is_zoo:  # a file's inputs fix its sizes: one cache entry, whatever asked
+        batch, size = 1, None
     return _imported(workload, batch, size)
 
 
