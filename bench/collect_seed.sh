@@ -28,13 +28,22 @@ print("\n".join(p.name for p in detect_local_profiles() if p.num_threads == 1))'
 fi
 db=${SEED_DB:-data/seed.duckdb}
 # Small, cheap networks first so every profile has every kind of task early on. NETWORKS (space
-# separated) picks others or another order, e.g. the fastest to measure when extending.
+# separated) picks others or another order, e.g. the fastest to measure when extending; an
+# entry NAME@SIZE:BATCH collects a zoo network at another input size and batch (TenSet's way of
+# getting more distinct tasks from one architecture), e.g. NETWORKS="vit@160 resnet18@128:4".
 read -r -a networks <<< "${NETWORKS:-mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert}"
-for network in "${networks[@]}"; do
+for entry in "${networks[@]}"; do
+    network=${entry%%@*}
+    variant=()
+    if [[ $entry == *@* ]]; then
+        shape=${entry#*@}
+        variant=(--input-size "${shape%%:*}")
+        [[ $shape == *:* ]] && variant+=(--batch-size "${shape#*:}")
+    fi
     for profile in "${profiles[@]}"; do
-        echo "=== $(date -Is) collect $network on $profile ($cands per task) -> $db"
+        echo "=== $(date -Is) collect $entry on $profile ($cands per task) -> $db"
         "$python" -m tenforge.cli collect --hardware "$profile" --networks "$network" \
-            --candidates "$cands" --seed 0 --db "$db"
+            "${variant[@]}" --candidates "$cands" --seed 0 --db "$db"
     done
 done
 echo "=== $(date -Is) seed collection complete"

@@ -14,6 +14,16 @@ import torch
 from torch import nn
 
 from core.errors import TenforgeError
+from tasks.architectures import (
+    ConvNeXtStyle,
+    DeepMLP,
+    DenseNetStyle,
+    EfficientNetStyle,
+    GPT2Style,
+    VGGStyle,
+    ViT,
+    WideMLP,
+)
 
 # ----------------------------------------------------------------------------- ResNet
 
@@ -283,6 +293,23 @@ ZOO: dict[str, NetworkDef] = {d.name: d for d in (
     NetworkDef("mlp", "3-layer perceptron, size = input features", 512,
                lambda b, s: (MLP(s), (torch.randn(b, s),))),
     NetworkDef("tiny_cnn", "2 conv layers + classifier", 32, _image(TinyCNN)),
+    # tasks/architectures.py: families whose operators differ from the ones above
+    NetworkDef("vgg11", "VGG-11-style conv stacks (classifier pooled to 1x1)", 224,
+               _image(VGGStyle)),
+    NetworkDef("densenet121", "DenseNet-121-style dense blocks (growth 32)", 224,
+               _image(DenseNetStyle)),
+    NetworkDef("efficientnet_b0", "EfficientNet-B0-style MBConv with squeeze-excite, SiLU", 224,
+               _image(EfficientNetStyle)),
+    NetworkDef("convnext", "ConvNeXt-T-style (7x7 depthwise, layer norm, GELU MLP); size: a "
+               "multiple of 32", 224, _image(ConvNeXtStyle)),
+    NetworkDef("vit", "ViT-S/16 (width 384, 12 layers); size: a multiple of 16", 224,
+               lambda b, s: (ViT(size=s), (torch.randn(b, 3, s, s),))),
+    NetworkDef("gpt2", "GPT-2-small-style causal decoder, 4 layers; size = sequence length", 128,
+               lambda b, s: (GPT2Style(), (torch.randn(b, s, 768),))),
+    NetworkDef("mlp_wide", "perceptron with two 4096-wide hidden layers; size = input features",
+               1024, lambda b, s: (WideMLP(s), (torch.randn(b, s),))),
+    NetworkDef("mlp_deep", "perceptron with eight hidden layers of changing widths (GELU); "
+               "size = input features", 512, lambda b, s: (DeepMLP(s), (torch.randn(b, s),))),
     NetworkDef("matmul", "one (size x size) @ (size x size) matmul; batch ignored", 256,
                lambda b, s: (_MatMul(), (torch.randn(s, s), torch.randn(s, s)))),
     NetworkDef("conv2d", "one 3x3 conv, 64->64 channels, size x size", 56,

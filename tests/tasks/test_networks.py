@@ -11,9 +11,11 @@ from tests.conftest import LOCAL_TARGET
 def test_every_zoo_network_builds_and_runs_in_torch():
     import torch
 
+    small = {"mlp": 8, "dense_bias_relu": 8, "matmul": 8, "mlp_wide": 8, "mlp_deep": 8,
+             "bert": 4, "gpt2": 4, "vgg11": 32, "densenet121": 32, "efficientnet_b0": 32,
+             "convnext": 32, "vit": 32}
     for name in ZOO:
-        size = 8 if name in ("mlp", "dense_bias_relu", "matmul") else None
-        model, inputs = build_network(name, 1, size if name not in ("bert",) else 4)
+        model, inputs = build_network(name, 1, small.get(name))
         if name in ("resnet50", "inception", "bert", "mobilenet_v2"):
             continue  # built (shapes checked by torch), not run: keeps the suite fast
         with torch.no_grad():
@@ -31,6 +33,18 @@ def test_tasks_carry_flops_weights_and_distinct_hashes():
 def test_repeated_layers_are_one_task_with_a_weight():
     tasks = extract_network_tasks("resnet18", 1, 32, LOCAL_TARGET)
     assert max(t.weight for t in tasks) >= 2  # ResNet repeats identical blocks
+
+
+def test_the_newer_families_bring_their_own_operators():
+    """ConvNeXt's 7x7 depthwise conv and layer norm, GPT-2's causal mask: tasks no ResNet,
+    MobileNet or BERT has (tasks/architectures.py)."""
+    convnext = extract_network_tasks("convnext", 1, 32, LOCAL_TARGET)
+    names = " ".join(t.task_name for t in convnext)
+    assert "layer_norm" in names and "conv2d" in names
+    assert any(t.flops > 0 and "conv2d" in t.task_name for t in convnext)
+    gpt2 = extract_network_tasks("gpt2", 1, 8, LOCAL_TARGET)
+    bert = extract_network_tasks("bert", 1, 8, LOCAL_TARGET)
+    assert {t.workload_hash for t in gpt2} - {t.workload_hash for t in bert}
 
 
 @pytest.mark.parametrize("args, message", [
