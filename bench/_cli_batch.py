@@ -19,13 +19,14 @@ _BATCH = """
 import contextlib, io, json, sys
 from tenforge.cli import main
 for args in json.loads(sys.stdin.read()):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             code = main(args)
         except SystemExit as exc:  # argparse's usage errors
             code = exc.code
-    print(json.dumps({"code": code, "stderr": err.getvalue()}), flush=True)
+    print(json.dumps({"code": code, "stderr": err.getvalue(), "stdout": out.getvalue()}),
+          flush=True)
 """
 
 
@@ -37,7 +38,8 @@ def refused_cleanly(answer: dict, phrase: str) -> bool:
 
 def run_in_one_process(cases: list[list[str]], timeout: float = 900,
                        env: dict[str, str] | None = None) -> list[dict]:
-    """Exit status and stderr of `tenforge ARGS` for every ARGS, in one child process."""
+    """Exit status, stderr and stdout of `tenforge ARGS` for every ARGS, in one child
+    process."""
     done = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(cases),
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                           env={**os.environ, **(env or {})})

@@ -70,7 +70,8 @@ class Dataset:
     group_flops: np.ndarray       # float64 [groups]
     hardware_names: tuple[str, ...]
     hardware_features: np.ndarray  # float32 [hardware, n_hw_features]
-    # workload hash -> {network name: times the network runs the task}
+    # workload hash -> {network label: times the network runs the task}; a label is the name,
+    # or NAME@SIZE[:BATCH] where the store holds several instances (network_family)
     workload_networks: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -118,6 +119,12 @@ class Dataset:
         digest.update(self.candidate_id.tobytes())
         digest.update(self.latency.tobytes())
         return digest.hexdigest()[:16]
+
+    def network_families(self) -> list[str]:
+        """The networks (by name, every size and batch) with a task in this data: what a model
+        trained on it has seen (its lineage's `trained_networks`)."""
+        return sorted({network_family(n) for w in np.unique(self.group_workload[self.group])
+                       for n in self.workload_networks.get(w, {})})
 
     def describe(self) -> dict:
         return {"candidates": len(self), "groups": int(np.unique(self.group).size),
@@ -230,6 +237,11 @@ def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
     for workload, network, weight in links:
         out.setdefault(workload, {})[network] = int(weight)
     return out
+
+
+def network_family(label: str) -> str:
+    """The network a label names, whatever its size and batch: resnet18@160:4 -> resnet18."""
+    return label.split("@", 1)[0]
 
 
 def dataset_from_features(features: list[np.ndarray], hardware_name: str,

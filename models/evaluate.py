@@ -8,6 +8,7 @@ from typing import Callable
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.base import CostModel
 from models.dataset import Dataset
 from models.metrics import (
@@ -62,3 +63,52 @@ def evaluate(model: CostModel, data: Dataset) -> dict[str, float]:
     scores = model.predict(data)
     per_1000 = (time.perf_counter() - start) / max(len(data), 1) * 1000 * 1000
     return {**ranking_metrics(data, scores), "predict_ms_per_1000": round(per_1000, 2)}
+
+
+def network_report(model: CostModel, data: Dataset,
+                   networks: tuple[str, ...] = ()) -> dict:
+    """How well `model` ranks the candidates of whole networks (DESIGN.md section 3), as
+    `tenforge models evaluate` prints it: per network (a name picks every instance of it),
+    TenSet's network-level top-1 and top-5 averaged over the hardware profiles that measured
+    it, their means over networks, and per-task peak@1, peak@5 and pairwise accuracy over the
+    tasks of those networks. Per profile too, under `per_hardware`."""
+    from models.dataset import network_family
+
+    wanted = {w for w, nets in data.workload_networks.items()
+              if not networks or any(n in networks or network_family(n) in networks
+                                     for n in nets)}
+    rows = np.flatnonzero(np.isin(data.group_workload[data.group], list(wanted)))
+    if rows.size == 0:
+        raise TenforgeError("none of the measured tasks belongs to "
+                            f"{', '.join(networks) or 'any network'}")
+    data = data.subset(rows)
+    scores = model.predict(data)
+    top = {k: network_scores(data, scores, k) for k in (1, 5)}
+    per_hw: dict[str, dict] = {}
+    for key in top[1]:
+        net, hw = key.rsplit("@", 1)  # labels may hold an @ (resnet18@160), profiles do not
+        if networks and net not in networks and network_family(net) not in networks:
+            continue  # a network that only shares tasks with the ones asked for
+        per_hw.setdefault(hw, {})[net] = {"top1": top[1][key], "top5": top[5][key]}
+    by_net: dict[str, dict[str, float]] = {}
+    for nets in per_hw.values():
+        for net, values in nets.items():
+            by_net.setdefault(net, {"top1": [], "top5": []})
+            for k in ("top1", "top5"):
+                by_net[net][k].append(values[k])
+    mean = {net: {k: float(np.nanmean(v)) for k, v in values.items()}
+            for net, values in sorted(by_net.items())}
+    metrics = ranking_metrics(data, scores)
+    return {
+        "hardware": sorted(per_hw), "networks": mean,
+        "mean_network_top1": float(np.nanmean([v["top1"] for v in mean.values()])),
+        "mean_network_top5": float(np.nanmean([v["top5"] for v in mean.values()])),
+        "peak1": metrics["peak1"], "peak5": metrics["peak5"], "pairwise": metrics["pairwise"],
+        "tasks": int(np.unique(data.group).size), "candidates": len(data),
+        "per_hardware": {hw: {"networks": nets,
+                              "mean_network_top1": float(np.nanmean(
+                                  [v["top1"] for v in nets.values()])),
+                              "mean_network_top5": float(np.nanmean(
+                                  [v["top5"] for v in nets.values()]))}
+                         for hw, nets in sorted(per_hw.items())},
+    }

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from core.errors import TenforgeError
-from models.dataset import Dataset
+from models.dataset import Dataset, network_family
 
 
 @dataclass(frozen=True)
@@ -127,9 +127,12 @@ def _by_target(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tupl
 
 
 def _by_network(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
-    check_holdout(spec, (), {n for nets in data.workload_networks.values() for n in nets})
+    """A held-out name is every instance of it (resnet18 at each size and batch); one instance
+    (resnet18@160) may be held out alone."""
+    labels = {n for nets in data.workload_networks.values() for n in nets}
+    check_holdout(spec, (), labels | {network_family(n) for n in labels})
     held = {w for w, nets in data.workload_networks.items()
-            if any(n in spec.holdout for n in nets)}
+            if any(n in spec.holdout or network_family(n) in spec.holdout for n in nets)}
     return _held_out(data, spec, rng, np.isin(data.group_workload[data.group], list(held)))
 
 

@@ -49,11 +49,19 @@ def network_names(store: Store) -> set[str]:
     return {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
 
 
+# A network's label: its name where the store holds it at one (batch, input size), else
+# NAME@SIZE (and :BATCH when not 1) for each, the syntax bench/collect_seed.sh takes. A
+# network-level score is about one network instance; a held-out family is every instance.
+_NETWORK_LABEL = ("CASE WHEN count(*) OVER (PARTITION BY name) = 1 THEN name ELSE name || '@' || "
+                  "input_size || CASE WHEN batch = 1 THEN '' ELSE ':' || batch END END")
+
+
 def network_task_weights(store: Store) -> list[tuple[str, str, int]]:
-    """(workload_hash, network, occurrences) for every task of every stored network."""
-    return store.query("SELECT t.workload_hash, n.name, sum(nt.weight) FROM network_tasks nt "
-                       "JOIN tasks t USING (task_id) JOIN networks n USING (network_id) "
-                       "GROUP BY ALL")
+    """(workload_hash, network label, occurrences) for every task of every stored network."""
+    return store.query(f"WITH labelled AS (SELECT network_id, {_NETWORK_LABEL} AS label FROM "
+                       "networks) SELECT t.workload_hash, l.label, sum(nt.weight) FROM "
+                       "network_tasks nt JOIN tasks t USING (task_id) JOIN labelled l USING "
+                       "(network_id) GROUP BY ALL")
 
 
 def _network_filter(networks: Sequence[str] | None) -> str:

@@ -15,7 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from core.errors import TenforgeError
+from models.base import META_FILE
 from models.dataset import Dataset, DataSpec, load_dataset
 from models.splits import Split, SplitSpec, make_split, sample_by_task
 from storage.queries import measured_profiles
@@ -84,12 +87,14 @@ def run_study(db: str, data_spec: dict, split_spec: dict, search_spec: dict,
             "valid_value": result.best_value, "trials": len(result.trials)}
 
 
-def register(db: str, model: Any, data: Dataset, data_s: DataSpec, split: dict | None,
+def register(db: str, model: Any, seen: Dataset, data_s: DataSpec, split: dict | None,
              train_rows: int, fingerprint: str, metrics: dict, train_s: float, seed: int,
              flow_run_id: str | None, study_name: str | None = None,
              trial_number: int | None = None, parent_model_id: str | None = None,
              extra: dict | None = None) -> dict[str, Any]:
-    """Save `model` as a new artifact next to the store and record it in the models table."""
+    """Save `model` as a new artifact next to the store and record it in the models table;
+    `seen`: the rows that shaped it (train and early-stopping valid), whose networks its lineage
+    names, so an evaluation can tell seen networks from unseen ones."""
     from core.tvm_env import tvm_version
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -97,7 +102,7 @@ def register(db: str, model: Any, data: Dataset, data_s: DataSpec, split: dict |
     lineage = {"data_spec": data_s.to_json(), "data_fingerprint": fingerprint, "split": split,
                "seed": seed, "study": study_name, "trial": trial_number,
                "parent_model_id": parent_model_id, "flow_run_id": flow_run_id,
-               "store": str(db), **(extra or {})}
+               "store": str(db), "trained_networks": seen.network_families(), **(extra or {})}
     path = model.save(artifact_dir(db) / model_id, lineage=lineage)
     with Store(db) as store:
         store.register_model({
@@ -129,7 +134,8 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     test = data.subset(split.test)
     metrics = evaluate(model, test)
     metrics["networks_top1"] = network_scores(test, model.predict(test), k=1)
-    out = register(db, model, data, data_s, asdict(split_s), len(train), train.fingerprint(),
+    seen = data.subset(np.concatenate([split.train, split.valid]))
+    out = register(db, model, seen, data_s, asdict(split_s), len(train), train.fingerprint(),
                    metrics, info["train_s"], seed, flow_run_id, study_name, trial_number)
     log(f"registered {out['model_id']} at {out['path']}: test peak1 {metrics['peak1']:.4f}, "
         f"pairwise {metrics['pairwise']:.4f}")
@@ -202,10 +208,13 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
     model, info = fine_tune(parent["path"], strategy, train, seed=seed)
     metrics = evaluate(model, test)
     before = evaluate(load_model(parent["path"]), test)  # the same held-out tasks, not tuned
-    out = register(db, model, data, data_s, {**asdict(split_s), "samples": len(chosen)},
+    inherited = json.loads((Path(parent["path"]) / META_FILE).read_text()).get(
+        "lineage", {}).get("trained_networks", [])
+    out = register(db, model, train, data_s, {**asdict(split_s), "samples": len(chosen)},
                    len(train), train.fingerprint(), metrics, info["train_s"], seed,
                    flow_run_id, parent_model_id=parent_model_id,
-                   extra={"strategy": strategy, "target": hardware})
+                   extra={"strategy": strategy, "target": hardware, "trained_networks": sorted(
+                       set(inherited) | set(train.network_families()))})
     log(f"transferred {parent_model_id} -> {out['model_id']} ({strategy}, {len(chosen)} "
         f"samples of {hardware}): test peak1 {metrics['peak1']:.4f} (parent as is: "
         f"{before['peak1']:.4f})")

@@ -170,3 +170,40 @@ def cmd_models(args: argparse.Namespace) -> int:
     print(model_leaderboard(args.db, hardware=profile_name(args.hardware) if args.hardware
                             else None))
     return 0
+
+
+def cmd_models_evaluate(args: argparse.Namespace) -> int:
+    from storage.reports import format_table
+    from tasks.hardware import profile_name
+    from tasks.model_evaluation import evaluate_model
+    from tasks.validation import check_db_path
+
+    hardware = tuple(profile_name(h) for h in args.hardware or ())
+    result = evaluate_model(args.model, check_db_path(args.db), hardware,
+                            tuple(args.networks or ()))
+    if args.json:
+        print(json.dumps(_no_nan(result), indent=1, sort_keys=True))
+        return 0
+    seen = {True: "yes", False: "no", None: "?"}
+    print(f"model {result['model']} ({result['kind']}, trained on "
+          f"{', '.join(result['trained_on_hardware']) or '?'}) on {result['store']}: "
+          f"{result['tasks']} (task, profile) pairs, {result['candidates']} candidates, hardware "
+          f"{', '.join(result['hardware'])}")
+    rows = [(net, seen[v["in_training"]], f"{v['top1']:.3f}", f"{v['top5']:.3f}")
+            for net, v in result["networks"].items()]
+    rows.append(("mean", "", f"{result['mean_network_top1']:.3f}",
+                 f"{result['mean_network_top5']:.3f}"))
+    print(format_table(["network", "in training", "top-1", "top-5"], rows))
+    print(f"per task: peak@1 {result['peak1']:.3f}, peak@5 {result['peak5']:.3f}, pairwise "
+          f"{result['pairwise']:.3f}  (network top-k: TenSet's score, best of the model's top k "
+          "per task, weighted by occurrences, mean over hardware)")
+    return 0
+
+
+def _no_nan(value):
+    """JSON has no NaN (a network none of whose tasks could be scored): null instead."""
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return None if isinstance(value, float) and value != value else value

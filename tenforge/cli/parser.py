@@ -283,6 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only models whose training data includes this profile (`local` ok)")
     db_option(p)
     p.set_defaults(func=data.cmd_models)
+    msub = p.add_subparsers(dest="models_command", parser_class=_Parser)
+    p = msub.add_parser("evaluate", help="score a model on a store's measurements, network by "
+                                         "network: TenSet's network-level top-1/top-5, per-task "
+                                         "peak@1/peak@5, pairwise accuracy")
+    p.add_argument("model", help="a registered model id, or a model artifact folder")
+    p.add_argument("--hardware", type=_networks, default=None,
+                   help="comma-separated profiles to score on (`local` ok; default: every "
+                        "profile with measurements)")
+    p.add_argument("--networks", type=_networks, default=None,
+                   help="comma-separated networks (a name is every size of it; resnet18@160 "
+                        "one of them; default: all)")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    db_option(p)
+    p.set_defaults(func=data.cmd_models_evaluate)
 
     from storage.seed import SEED_DIR
 

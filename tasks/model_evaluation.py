@@ -1,0 +1,91 @@
+"""`tenforge models evaluate`: score one cost model on any store's measurements, network by
+network, the way the published cost models are compared (TenSet's network-level top-k).
+
+The model is a registered model id (in the store being scored, or in `model_db`), or a model
+artifact folder; its features must be the store's. Which networks it trained on comes from
+its lineage, so the table can say where a score is on data the model has seen.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import TenforgeError
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model to score, resolved: where its artifact is and what its lineage says."""
+
+    model_id: str
+    kind: str
+    path: Path
+    extractor: str
+    trained_on: dict  # the lineage's data spec, split and trained networks (when recorded)
+
+
+def resolve_model(ref: str, db: str) -> ModelRef:
+    """A registered id in `db`, or a model artifact folder."""
+    from models.base import META_FILE
+    from storage.store import Store
+
+    folder = Path(ref)
+    if (folder / META_FILE).is_file():
+        meta = json.loads((folder / META_FILE).read_text())
+        lineage = meta.get("lineage") or {}
+        model_id = lineage.get("model_id") or folder.name
+    else:
+        if not Path(db).exists():
+            raise TenforgeError(f"no store at {db}, so no registered model {ref!r}; give a "
+                                "store with --db, or a model artifact folder")
+        with Store(db, read_only=True) as store:
+            row = store.model_row(ref)
+        folder, model_id = Path(row["path"]), ref
+        if not (folder / META_FILE).is_file():
+            raise TenforgeError(f"model {ref!r} is registered at {folder}, which holds no "
+                                "artifact (moved or deleted?)")
+        meta = json.loads((folder / META_FILE).read_text())
+        lineage = meta.get("lineage") or {}
+    spec = lineage.get("data_spec") or {}
+    return ModelRef(model_id, meta.get("kind", "?"), folder,
+                    spec.get("extractor", "per_store_feature_v1"),
+                    {"data_spec": spec, "split": lineage.get("split") or {},
+                     "networks": lineage.get("trained_networks")})
+
+
+def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
+                   networks: tuple[str, ...] = ()) -> dict:
+    """`network_report` of model `ref` on store `db`'s measurements of `hardware` (default:
+    every profile with measurements) and `networks` (default: all), with what the model is
+    and whether each network was in its training data (None: its lineage does not say)."""
+    from models.dataset import DataSpec, load_dataset, network_family
+    from models.evaluate import network_report
+    from models.registry import load_model
+    from storage.queries import measured_profiles
+    from storage.store import Store
+
+    model_ref = resolve_model(ref, db)
+    if not Path(db).exists():
+        raise TenforgeError(f"no store at {db}; give one with measurements (--db)")
+    if not hardware:
+        with Store(db, read_only=True) as store:
+            hardware = tuple(measured_profiles(store))
+        if not hardware:
+            raise TenforgeError(f"{db} holds no measurements to score a model on; collect "
+                                "some first (`tenforge collect`)")
+    families = tuple(sorted({network_family(n) for n in networks}))
+    data = load_dataset(db, DataSpec(hardware=hardware, networks=families,
+                                     extractor=model_ref.extractor))
+    report = network_report(load_model(model_ref.path), data, networks)
+    trained = model_ref.trained_on
+    seen = None if trained["networks"] is None else set(trained["networks"])
+    held = set(trained["split"].get("holdout") or ()) \
+        if trained["split"].get("kind") == "by_network" else set()
+    for net, values in report["networks"].items():
+        values["in_training"] = (network_family(net) in seen or net in seen) if seen is not None \
+            else (False if network_family(net) in held or net in held else None)
+    return {"model": model_ref.model_id, "kind": model_ref.kind, "store": str(db),
+            "trained_on_hardware": trained["data_spec"].get("hardware", []),
+            "split": trained["split"], **report}

@@ -1,0 +1,122 @@
+"""`tenforge models evaluate`: a model scored network by network on a store's measurements,
+checked against the network-level top-1 computed here from the raw rows; its lineage says which
+networks it trained on; bad requests are refused in one line."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.conftest import SEED_PROFILE, assert_refused, run_cli_table
+
+
+@pytest.fixture(scope="module")
+def answers(pretrained_store, tmp_path_factory):
+    """Every request of this module through the CLI's main(), in one process."""
+    db, model_id = pretrained_store
+    empty = str(tmp_path_factory.mktemp("empty") / "none.duckdb")
+    cases = [
+        ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--json", "--db", db],
+        ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--networks",
+         "resnet18,mlp", "--db", db],
+        ["models", "evaluate", "no-such-model", "--db", db],
+        ["models", "evaluate", model_id, "--networks", "vgg11", "--db", db],
+        ["models", "evaluate", model_id, "--hardware", "cpu-never-measured-1t", "--db", db],
+        ["models", "evaluate", model_id, "--db", empty],
+    ]
+    return dict(zip(["json", "table", "unknown", "network", "hardware", "no store"],
+                    run_cli_table(cases)))
+
+
+def _top1_by_hand(db, model_id, network):
+    """TenSet's network-level top-1, from the rows: per task of the network, the latency of
+    the model's first pick against the task's best, weighted by how often the network runs
+    the task."""
+    from models.dataset import DataSpec, load_dataset
+    from models.registry import load_model
+    from storage.store import Store
+
+    data = load_dataset(db, DataSpec(hardware=(SEED_PROFILE,)))
+    with Store(db, read_only=True) as store:
+        path = store.model_row(model_id)["path"]
+    scores = load_model(path).predict(data)
+    num = den = 0.0
+    for g in np.unique(data.group):
+        weight = data.workload_networks.get(data.group_workload[g], {}).get(network)
+        rows = np.flatnonzero(data.group == g)
+        if weight is None or not np.isfinite(data.latency[rows]).any():
+            continue
+        pick = rows[np.argmax(scores[rows])]
+        num += weight * data.latency[rows].min()
+        den += weight * data.latency[pick]
+    return num / den
+
+
+def test_the_json_scores_every_network_and_match_a_count_by_hand(answers, pretrained_store):
+    db, model_id = pretrained_store
+    assert answers["json"]["code"] == 0, answers["json"]["stderr"][-2000:]
+    result = json.loads(answers["json"]["stdout"])
+    for key in ("networks", "mean_network_top1", "mean_network_top5", "peak1", "peak5",
+                "pairwise"):
+        assert key in result
+    assert result["model"] == model_id and result["hardware"] == [SEED_PROFILE]
+    nets = result["networks"]
+    assert {"resnet18", "mobilenet_v2", "bert", "mlp"} <= set(nets)
+    for values in nets.values():
+        assert 0 < values["top1"] <= values["top5"] <= 1
+        assert values["in_training"] is True  # pre-trained on every task of the seed
+    assert result["mean_network_top1"] == pytest.approx(np.mean([v["top1"] for v in
+                                                                 nets.values()]))
+    assert 0 < result["peak1"] <= result["peak5"] <= 1 and 0.5 < result["pairwise"] <= 1
+    assert nets["resnet18"]["top1"] == pytest.approx(_top1_by_hand(db, model_id, "resnet18"))
+
+
+def test_the_table_names_the_model_its_networks_and_the_mean(answers, pretrained_store):
+    _, model_id = pretrained_store
+    table = answers["table"]
+    assert table["code"] == 0, table["stderr"][-2000:]
+    lines = table["stdout"].splitlines()
+    assert model_id in lines[0]
+    rows = {line.split()[0]: line.split() for line in lines[3:] if line.strip()}
+    assert set(rows) >= {"mlp", "resnet18", "mean"} and "bert" not in rows
+    assert rows["resnet18"][1] == "yes"  # in its training data
+    assert "pairwise" in table["stdout"]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("unknown", "no model 'no-such-model'"),
+    ("network", "network vgg11 has no data"),
+    ("hardware", "hardware cpu-never-measured-1t has no data"),
+    ("no store", "no store at"),
+])
+def test_bad_evaluations_are_refused(answers, case, message):
+    assert_refused(answers[case], message)
+
+
+def test_a_network_at_several_sizes_is_scored_per_size_and_held_out_whole(seed_store,
+                                                                         tmp_path):
+    """Labels: the name where the store holds one instance, NAME@SIZE[:BATCH] where several;
+    a by_network split on the name holds out every instance."""
+    from models.dataset import DataSpec, load_dataset
+    from models.splits import SplitSpec, make_split
+    from storage.store import Store
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    with Store(db) as store:
+        (task_id,) = store.query("SELECT min(task_id) FROM network_tasks JOIN networks USING "
+                                 "(network_id) WHERE name = 'resnet18'")[0]
+        size = store.scalar("SELECT input_size FROM networks WHERE name = 'resnet18'")
+        other = store.upsert_network("resnet18", 4, 160)
+        store.con.execute("INSERT INTO network_tasks (network_id, task_id, weight) VALUES "
+                          "(?, ?, 1)", [other, task_id])
+    data = load_dataset(db, DataSpec(hardware=(SEED_PROFILE,)))
+    labels = {n for nets in data.workload_networks.values() for n in nets}
+    assert {f"resnet18@{size}", "resnet18@160:4", "mlp"} <= labels and "resnet18" not in labels
+    split = make_split(data, SplitSpec("by_network", holdout=("resnet18",)))
+    held = set(data.group_workload[data.group[split.test]])
+    assert held == {w for w, nets in data.workload_networks.items()
+                    if any(n.startswith("resnet18@") for n in nets)} & \
+        set(data.group_workload[data.group])
+    assert not held & set(data.group_workload[data.group[split.train]])
