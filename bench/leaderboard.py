@@ -42,9 +42,11 @@ def fit_and_score(family, params, train, valid, test, seed):
     model = create_model(family, seed=seed, **params)
     info = model.fit(train, valid)
     metrics = evaluate(model, test)
-    nets = network_scores(test, model.predict(test), k=1)
-    return {**metrics, "train_s": info["train_s"],
-            "network_top1": sum(nets.values()) / len(nets) if nets else float("nan")}
+    scores = model.predict(test)
+    top = {k: network_scores(test, scores, k=k) for k in (1, 5)}
+    return {**metrics, "train_s": info["train_s"], "networks_top1": top[1],
+            **{f"network_top{k}": sum(n.values()) / len(n) if n else float("nan")
+               for k, n in top.items()}}
 
 
 def main() -> None:
@@ -96,13 +98,23 @@ def main() -> None:
                   f"{searched['peak1']:.4f} params {json.dumps(found.best_params)}", flush=True)
         base = next(m for f, _, m in rows if f == BASELINE)
         table = [(f, hp, round(m["peak1"], 4), round(m["peak5"], 4), round(m["pairwise"], 4),
-                  round(m["rmse"], 4), round(m["network_top1"], 4), round(m["train_s"], 1),
+                  round(m["rmse"], 4), round(m["network_top1"], 4), round(m["network_top5"], 4),
+                  round(m["train_s"], 1),
                   round(m["predict_ms_per_1000"], 1), f"{m['peak1'] - base['peak1']:+.4f}")
                  for f, hp, m in rows]
         print(f"\n{label}, test part ({test.describe()['candidates']} candidates, "
               f"{test.describe()['groups']} tasks):")
         print(format_table(["family", "hparams", "top1", "top5", "pairwise", "rmse",
-                            "net top1", "train s", "infer ms/1k", "top1 vs MS-xgb"], table))
+                            "net top1", "net top5", "train s", "infer ms/1k", "top1 vs MS-xgb"],
+                           table))
+        if holdout:  # network-level top-1 of each held-out network (mean over profiles)
+            nets = sorted({k.rsplit("@", 1)[0] for _, _, m in rows for k in m["networks_top1"]})
+            print(format_table(["family", "hparams", *nets], [
+                (f, hp, *(round(sum(v for k, v in m["networks_top1"].items()
+                                    if k.rsplit("@", 1)[0] == n) /
+                                max(1, sum(k.rsplit("@", 1)[0] == n
+                                           for k in m["networks_top1"])), 3) for n in nets))
+                for f, hp, m in rows]))
         results.append({"split": split_kind, "holdout": holdout, "sizes": split.sizes(),
                          "rows": [{"family": f, "hparams": hp, **m} for f, hp, m in rows]})
     if args.json:

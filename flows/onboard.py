@@ -11,6 +11,7 @@ from flows._runs import current_run_id, recorded_run
 from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
 from tasks.onboard import PER_TASK, validate_onboard
+from tasks.shipped import SHIPPED
 
 BASELINE_FAMILY = "metaschedule_xgb"
 
@@ -42,7 +43,11 @@ def onboard(hardware: str = "local", candidates: PositiveInt = 256, parent: str 
     run_id = current_run_id()
     with recorded_run(db_path, run_id, "onboard", spec.as_run_params(), name) as out:
         t.load_seed_if_empty(db_path)
-        parent = spec.parent or t.default_parent(db_path, name)
+        if spec.parent == SHIPPED:
+            parent = t.shipped_parent(db_path, name, asked=True)
+        else:  # the one asked for, else a pre-trained one, else the shipped one
+            parent = (spec.parent or t.default_parent(db_path, name)
+                      or t.shipped_parent(db_path, name))
         if parent is None:
             sources = t.source_profiles(db_path, name)
             parent = t.pretrain(db_path, sources, [], family, {}, None, seed, run_id)["model_id"]

@@ -314,6 +314,9 @@ class Store:
         self.con.execute(f"INSERT OR REPLACE INTO search_trials ({', '.join(cols)}) VALUES "
                          f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
 
+    def has_model(self, model_id: str) -> bool:
+        return bool(self.scalar("SELECT count(*) FROM models WHERE model_id = ?", [model_id]))
+
     def register_model(self, row: dict[str, Any]) -> None:
         cols = list(row)
         self.con.execute(f"INSERT INTO models ({', '.join(cols)}) VALUES "

@@ -1,9 +1,9 @@
 """`tenforge models evaluate`: score one cost model on any store's measurements, network by
 network, the way the published cost models are compared (TenSet's network-level top-k).
 
-The model is a registered model id (in the store being scored, or in `model_db`), or a model
-artifact folder; its features must be the store's. Which networks it trained on comes from
-its lineage, so the table can say where a score is on data the model has seen.
+The model is a registered model id (in the store being scored), a model artifact folder, or
+`shipped` (tasks/shipped.py); its features must be the store's. Which networks it trained on
+comes from its lineage, so the table can say where a score is on data the model has seen.
 """
 
 from __future__ import annotations
@@ -26,12 +26,17 @@ class ModelRef:
     trained_on: dict  # the lineage's data spec, split and trained networks (when recorded)
 
 
-def resolve_model(ref: str, db: str) -> ModelRef:
-    """A registered id in `db`, or a model artifact folder."""
+def resolve_model(ref: str, db: str, hardware: str = "local") -> ModelRef:
+    """A registered id in `db`, a model artifact folder, or `shipped`: the model tenforge
+    ships for `hardware`'s kind of CPU."""
     from models.base import META_FILE
     from storage.store import Store
+    from tasks.hardware import resolve_profile
+    from tasks.shipped import SHIPPED, require_shipped_for
 
     folder = Path(ref)
+    if ref == SHIPPED:
+        folder = require_shipped_for(resolve_profile(hardware)).path
     if (folder / META_FILE).is_file():
         meta = json.loads((folder / META_FILE).read_text())
         lineage = meta.get("lineage") or {}
@@ -66,7 +71,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     from storage.queries import measured_profiles
     from storage.store import Store
 
-    model_ref = resolve_model(ref, db)
+    model_ref = resolve_model(ref, db, hardware[0] if hardware else "local")
     if not Path(db).exists():
         raise TenforgeError(f"no store at {db}; give one with measurements (--db)")
     if not hardware:

@@ -32,6 +32,7 @@ from core.spec import Spec
 from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
+from tasks.shipped import SHIPPED, register_shipped, require_shipped_for, shipped_for
 
 PER_TASK = 12  # candidates per calibration task: enough pairs to rank, few enough for many tasks
 
@@ -84,7 +85,9 @@ def validate_onboard(db: str | None, hardware: str, candidates: int, parent: str
                             f"{PER_TASK}: some are held out to score the models), got "
                             f"{candidates}")
     path = check_db_path(db)
-    if parent is not None:
+    if parent == SHIPPED:
+        require_shipped_for(profile)  # none for this CPU: refused here, in one line
+    elif parent is not None:
         with Store(path, read_only=True) as store:
             store.model_row(parent)  # an unknown id fails here, in one line
     return OnboardSpec(db=path, hardware=profile.name, candidates=candidates, parent=parent,
@@ -158,6 +161,14 @@ def default_parent(db: str, target: str) -> str | None:
     """The newest pre-trained model that never saw the target's data (None: there is none)."""
     with Store(db, read_only=True) as store:
         return store.newest_pretrained(unseen_by=target)
+
+
+def shipped_parent(db: str, target: str, asked: bool = False) -> str | None:
+    """The shipped model for the target's CPU, registered in the store so that its child's
+    lineage and evaluations name it (None: tenforge ships none for this CPU)."""
+    profile = resolve_profile(target)
+    shipped = require_shipped_for(profile) if asked else shipped_for(profile)
+    return None if shipped is None else register_shipped(db, shipped)
 
 
 def accuracy_table(result: dict[str, Any], markdown: bool = False) -> str:

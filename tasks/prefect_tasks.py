@@ -213,6 +213,14 @@ def default_parent(db: str, hardware: str) -> str | None:
     return choose(db, hardware)
 
 
+@task(name="shipped-parent", task_run_name="shipped model for {hardware}")
+def shipped_parent(db: str, hardware: str, asked: bool = False) -> str | None:
+    """The shipped model for this CPU, registered in the store (None: none ships for it)."""
+    from tasks.onboard import shipped_parent as choose
+
+    return choose(db, hardware, asked)
+
+
 @task(name="source-profiles")
 def source_profiles(db: str, hardware: str) -> list[str]:
     """Every profile with measurements in the store except `hardware`."""

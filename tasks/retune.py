@@ -21,6 +21,7 @@ from storage import queries
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
+from tasks.shipped import SHIPPED, ShippedModel, require_shipped_for, shipped_for
 from tasks.sources import Workload
 
 BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
@@ -66,6 +67,28 @@ def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
     return (f"{head}; WARNING: it has never seen {hardware}'s data (trained on "
             f"{', '.join(trained_on) or 'nothing recorded'}) and ranks from hardware features "
             f"alone; `tenforge onboard --hardware {hardware}` measures and adapts one here")
+
+
+def _has_model(db: str, hardware: str) -> bool:
+    if not Path(db).exists():
+        return False
+    with Store(db, read_only=True) as store:
+        return best_model(store, hardware) is not None
+
+
+def shipped_choice(shipped: ShippedModel, hardware: str, asked: bool) -> str:
+    """Why the shipped model tunes `hardware`: asked for, or the store has no model yet."""
+    lineage = shipped.lineage
+    top1 = lineage.get("metrics", {}).get("mean_network_top1", float("nan"))
+    held = ", ".join(lineage.get("split", {}).get("holdout") or ()) or "none"
+    trained = list(lineage.get("data_spec", {}).get("hardware") or ())
+    why = "as asked" if asked else "shipped with tenforge; this store has no model of its own"
+    seen = ("trained on its data" if hardware in trained else
+            "it never saw this profile's data and ranks from hardware features alone "
+            f"(`tenforge onboard --hardware {hardware}` adapts it here)")
+    return (f"cost model {shipped.model_id} ({shipped.kind}): {why}; trained on "
+            f"{', '.join(trained)}, "
+            f"held-out networks ({held}) mean top-1 {top1:.3f}; {seen}")
 
 
 def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile) -> None:
@@ -164,7 +187,16 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     choice = (f"cost model {BASELINE}: as asked" if cost_model == BASELINE else
               f"cost model {BASELINE}: no registered model (train one with `tenforge search` "
               "or `tenforge onboard`)")
-    if cost_model != BASELINE:
+    shipped = None
+    if cost_model == SHIPPED:
+        shipped = require_shipped_for(profile)
+    elif cost_model is None and not _has_model(path, profile.name):
+        shipped = shipped_for(profile)  # a fresh install: the model tenforge ships, if any
+    if shipped is not None:
+        choice = shipped_choice(shipped, profile.name, asked=cost_model == SHIPPED)
+        model_path, cost_model = str(shipped.path), shipped.model_id
+        check_loadable(model_path)
+    elif cost_model != BASELINE:
         if not Path(path).exists():
             if cost_model is not None:
                 raise TenforgeError(f"store {path} does not exist, so it has no model "

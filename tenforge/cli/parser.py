@@ -85,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
     p.add_argument("--candidates", type=_positive, default=256,
                    help="calibration set size (12 per task)")
-    p.add_argument("--parent", default=None, help="pre-trained model id to fine-tune (default: "
-                                                  "the newest one that never saw this profile)")
+    p.add_argument("--parent", default=None, help="pre-trained model id, or shipped, to "
+                   "fine-tune (default: the newest one that never saw this profile; with "
+                   "none, the shipped model for this CPU; with none, one is pre-trained)")
     p.add_argument("--family", default="xgb",
                    help="family to pre-train when the store has no pre-trained model")
     p.add_argument("--strategy", default="residual",
@@ -213,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=None,
                    help="wall-clock budget of the search (default: none)")
     p.add_argument("--cost-model", default=None,
-                   help="registered model id, or metaschedule-xgb (default: the best "
-                        "registered model for this hardware)")
+                   help="registered model id, shipped (the model tenforge ships for this "
+                        "CPU), or metaschedule-xgb (default: the best registered model for "
+                        "this hardware; with none, the shipped one)")
     p.add_argument("--scheduler", default="gradient", choices=SCHEDULERS,
                    help="task scheduler: gradient (MetaSchedule's), round-robin, gain "
                         "(tenforge's expected gain), dual (gain per task and design space), "
@@ -287,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = msub.add_parser("evaluate", help="score a model on a store's measurements, network by "
                                          "network: TenSet's network-level top-1/top-5, per-task "
                                          "peak@1/peak@5, pairwise accuracy")
-    p.add_argument("model", help="a registered model id, or a model artifact folder")
+    p.add_argument("model", help="a registered model id, a model artifact folder, or shipped "
+                   "(the model tenforge ships for this CPU)")
     p.add_argument("--hardware", type=_networks, default=None,
                    help="comma-separated profiles to score on (`local` ok; default: every "
                         "profile with measurements)")

@@ -1,0 +1,156 @@
+"""Train the cost model the repository ships (dataset/models/<id>/), and say how well it ranks
+networks it never saw.
+
+Data: the seed dataset (loaded into a temporary store), or --db. The held-out networks
+(--holdout, every size of each) and every task they share with others are kept out of
+training; 15% of the remaining tasks drive early stopping. The model is then scored on the
+held-out networks, per profile (TenSet's network-level top-1/top-5, per-task peak@1/@5 and
+pairwise), beside MetaSchedule's XGB trained on the same rows. The artifact's lineage records
+the shards (names and sha256) and settings that made it, the held-out networks and those
+scores; dataset/models/README.md gets the table.
+
+    .venv/bin/python bench/ship_model.py [--family xgb] [--params '{"max_depth": 8}']
+        [--holdout resnet50,mobilenet_v2,bert] [--db STORE] [--seed 0] [--dry-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tenforge.cli import bootstrap  # noqa: E402
+
+bootstrap()
+
+from core.tvm_env import tvm_version  # noqa: E402
+from models.dataset import DataSpec, load_dataset  # noqa: E402
+from models.evaluate import evaluate, network_report  # noqa: E402
+from models.registry import create_model  # noqa: E402
+from models.splits import SplitSpec, make_split  # noqa: E402
+from storage.reports import format_table, markdown_table  # noqa: E402
+from storage.seed import SEED_DIR, find_shards, load_shards  # noqa: E402
+from storage.store import Store  # noqa: E402
+from tasks.shipped import SHIPPED_DIR  # noqa: E402
+from tasks.training import default_hardware  # noqa: E402
+
+BASELINE = "metaschedule_xgb"
+
+
+def seed_provenance(seed_dir: Path) -> list[dict]:
+    """Each shard that made the data: its file and the checksums its manifest records."""
+    return [{"shard": str(m.relative_to(seed_dir)),
+             "files": json.loads(m.read_text())["files"]} for m in find_shards(seed_dir)]
+
+
+def profile_rows(db: str, hardware: tuple[str, ...]) -> tuple[str, str]:
+    """(target kind, arch) shared by the training profiles; refuses a mix."""
+    with Store(db, read_only=True) as store:
+        rows = set(store.query("SELECT target_kind, arch FROM hardware WHERE name IN "
+                               "(SELECT unnest(?))", [list(hardware)]))
+    if len(rows) != 1:
+        raise SystemExit(f"ship_model: the profiles {hardware} mix targets {rows}; ship one "
+                         "model per (target kind, arch) with --hardware")
+    return rows.pop()
+
+
+def report_table(name: str, report: dict, markdown: bool) -> str:
+    header = ["profile", *report["networks"], "mean top-1", "mean top-5"]
+    rows = [(hw, *(f"{nets['networks'].get(n, {}).get('top1', float('nan')):.3f}"
+                   for n in report["networks"]),
+             f"{nets['mean_network_top1']:.3f}", f"{nets['mean_network_top5']:.3f}")
+            for hw, nets in report["per_hardware"].items()]
+    rows.append(("all", *(f"{v['top1']:.3f}" for v in report["networks"].values()),
+                 f"{report['mean_network_top1']:.3f}", f"{report['mean_network_top5']:.3f}"))
+    table = (markdown_table if markdown else format_table)(header, rows)
+    return f"{name}: network-level top-1 on the held-out networks\n\n{table}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="store to train on (default: the seed, in a temp store)")
+    parser.add_argument("--hardware", help="comma-separated profiles (default: all in the store)")
+    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
+    parser.add_argument("--family", default="xgb")
+    parser.add_argument("--params", default="{}", help="hyperparameters as JSON")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(SHIPPED_DIR))
+    parser.add_argument("--dry-run", action="store_true", help="train and score, write nothing")
+    args = parser.parse_args()
+
+    db = args.db
+    if db is None:
+        db = str(Path(tempfile.mkdtemp(prefix="tenforge-ship-")) / "seed.duckdb")
+        load_shards(db, progress=lambda _: None)
+    hardware = tuple(args.hardware.split(",")) if args.hardware else tuple(default_hardware(db))
+    target_kind, arch = profile_rows(db, hardware)
+    data_spec = DataSpec(hardware=hardware)
+    data = load_dataset(db, data_spec)
+    holdout = tuple(args.holdout.split(","))
+    split_spec = SplitSpec("by_network", seed=args.seed, valid_fraction=0.15, holdout=holdout)
+    split = make_split(data, split_spec)
+    train, valid, test = (data.subset(getattr(split, p)) for p in ("train", "valid", "test"))
+    print(f"data {data.describe()}; held out {', '.join(holdout)}: {split.sizes()}", flush=True)
+
+    reports = {}
+    for family, params in ((args.family, json.loads(args.params)), (BASELINE, {})):
+        model = create_model(family, seed=args.seed, **params)
+        start = time.perf_counter()
+        info = model.fit(train, valid)
+        reports[family] = (model, info, network_report(model, test, holdout),
+                           time.perf_counter() - start)
+        print(report_table(f"{family} ({reports[family][3]:.0f} s)", reports[family][2],
+                           markdown=False), flush=True)
+    model, info, report, _ = reports[args.family]
+    gain = report["mean_network_top1"] - reports[BASELINE][2]["mean_network_top1"]
+    print(f"{args.family} over MetaSchedule's XGB on the same rows: {gain:+.3f} mean network "
+          "top-1")
+    if args.dry_run:
+        return
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M")
+    model_id = f"shipped-{args.family}-{target_kind}-{arch}-{stamp}"
+    lineage = {
+        "shipped": True, "model_id": model_id, "target_kind": target_kind, "arch": arch,
+        "data_spec": data_spec.to_json(), "data_fingerprint": train.fingerprint(),
+        "split": {**asdict(split_spec), "holdout": list(holdout)},
+        "trained_networks": sorted(set(train.network_families())
+                                   | set(valid.network_families())),
+        "train_rows": len(train), "train_s": info["train_s"], "seed": args.seed,
+        "metrics": {**evaluate(model, test), "mean_network_top1": report["mean_network_top1"],
+                    "mean_network_top5": report["mean_network_top5"]},
+        "held_out": report, "metaschedule_xgb_held_out": reports[BASELINE][2],
+        "shards": seed_provenance(SEED_DIR) if args.db is None else None,
+        "store": None if args.db is None else str(args.db),
+        "tvm_version": tvm_version(), "python": platform.python_version(),
+        "command": "bench/ship_model.py " + " ".join(sys.argv[1:]),
+    }
+    path = model.save(Path(args.out) / model_id, lineage=lineage)
+    readme = Path(args.out) / "README.md"
+    readme.write_text(
+        "# Shipped cost models\n\n"
+        "Made by `bench/ship_model.py`; `retune` and `onboard` use the newest one for the "
+        "profile's target and CPU architecture when the store has no model of its own, and "
+        "`tenforge models evaluate shipped --db STORE` scores it on any store. "
+        "Its model.json holds the config and the lineage (seed shards with checksums, the "
+        "held-out networks, the scores below).\n\n"
+        f"## {model_id}\n\n{args.family}, trained on {len(train)} candidates of "
+        f"{', '.join(hardware)} ({', '.join(lineage['trained_networks'])}); held out of "
+        f"training: {', '.join(holdout)} and every task they share.\n\n"
+        + report_table(args.family, report, markdown=True) + "\n\n"
+        + report_table("MetaSchedule's XGB on the same rows", reports[BASELINE][2],
+                       markdown=True)
+        + f"\n\nOver MetaSchedule's XGB: {gain:+.3f} mean network top-1.\n")
+    print(f"wrote {path} and {readme}")
+
+
+if __name__ == "__main__":
+    main()

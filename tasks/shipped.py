@@ -1,0 +1,96 @@
+"""The cost models shipped in the repository (`dataset/models/<id>/`), so a fresh install ranks
+candidates from its first retune: `retune` tunes with one when the store has no model of its
+own, `onboard` fine-tunes one when the store has no pre-trained model, and `tenforge models
+evaluate shipped` scores one.
+
+A shipped model is an ordinary model artifact (model.json + weights in a safe format: JSON
+trees, or tensors read with weights_only) whose lineage says `shipped: true`, which seed shards
+(names and checksums) trained it, which networks were held out of its training, and what it
+scored on them. `bench/ship_model.py` makes one; nothing here trains.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from core.errors import TenforgeError
+from core.hardware import HardwareProfile
+
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "dataset" / "models"
+SHIPPED = "shipped"  # what a user types for "the shipped model for this hardware"
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    model_id: str
+    path: Path
+    kind: str
+    arch: str  # the CPU architecture of the profiles that trained it (x86_64)
+    target_kind: str  # llvm
+    meta: dict[str, Any]  # model.json: config and lineage
+
+    @property
+    def lineage(self) -> dict[str, Any]:
+        return self.meta.get("lineage") or {}
+
+
+@lru_cache(maxsize=1)
+def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
+    """Every shipped model, newest first (ids end in their date)."""
+    from models.base import META_FILE
+
+    found = []
+    for meta_path in sorted(folder.glob(f"*/{META_FILE}")):
+        meta = json.loads(meta_path.read_text())
+        lineage = meta.get("lineage") or {}
+        if lineage.get("shipped"):
+            found.append(ShippedModel(meta_path.parent.name, meta_path.parent, meta["kind"],
+                                      lineage["arch"], lineage["target_kind"], meta))
+    return tuple(sorted(found, key=lambda m: m.model_id, reverse=True))
+
+
+def shipped_for(profile: HardwareProfile) -> ShippedModel | None:
+    """The newest shipped model trained on this kind of target and CPU architecture."""
+    return next((m for m in shipped_models()
+                 if m.target_kind == profile.target_kind and m.arch == profile.arch), None)
+
+
+def require_shipped_for(profile: HardwareProfile) -> ShippedModel:
+    found = shipped_for(profile)
+    if found is None:
+        have = ", ".join(f"{m.model_id} ({m.target_kind}, {m.arch})" for m in shipped_models())
+        raise TenforgeError(f"no shipped model for {profile.name} ({profile.target_kind}, "
+                            f"{profile.arch}); shipped: {have or 'none'}. Train one here: "
+                            "`tenforge collect`, then `tenforge search`")
+    return found
+
+
+def model_row(shipped: ShippedModel) -> dict[str, Any]:
+    """The models-table row that registers a shipped model in a store (its artifact stays in
+    the repository; artifacts are never edited)."""
+    lineage = shipped.lineage
+    return {
+        "model_id": shipped.model_id, "kind": shipped.kind, "path": str(shipped.path),
+        "config_json": json.dumps(shipped.meta["config"], sort_keys=True),
+        "data_spec_json": json.dumps(lineage["data_spec"], sort_keys=True),
+        "data_fingerprint": lineage["data_fingerprint"],
+        "split_json": json.dumps(lineage["split"], sort_keys=True),
+        "train_rows": lineage["train_rows"], "study_name": None, "trial_number": None,
+        "parent_model_id": None,
+        "metrics_json": json.dumps(lineage["metrics"], sort_keys=True),
+        "train_s": lineage["train_s"], "flow_run_id": None,
+        "tvm_version": lineage["tvm_version"]}
+
+
+def register_shipped(db: str, shipped: ShippedModel) -> str:
+    """Register `shipped` in store `db` unless it is there already; its id."""
+    from storage.store import Store
+
+    with Store(db) as store:
+        if not store.has_model(shipped.model_id):
+            store.register_model(model_row(shipped))
+    return shipped.model_id

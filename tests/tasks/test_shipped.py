@@ -1,0 +1,86 @@
+"""The cost model the repository ships: it loads on a fresh clone, its lineage names the seed
+shards that trained it (checksums match) and the networks held out of its training, its
+recorded held-out score is what `models evaluate shipped` measures on the seed, and retune and
+onboard take it when a store has no model of its own."""
+
+import json
+import platform
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from core.errors import TenforgeError
+from storage.seed import SEED_DIR
+from tasks.hardware import resolve_profile
+from tasks.shipped import require_shipped_for, shipped_for, shipped_models
+
+x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                              reason="the shipped model is for x86_64 CPUs; this is "
+                                     f"{platform.machine()}")
+
+
+def test_a_shipped_model_loads_and_its_lineage_names_its_data():
+    from models.registry import load_model
+
+    models = shipped_models()
+    assert models, "dataset/models/ holds no shipped model"
+    newest = models[0]
+    load_model(newest.path)
+    lineage = newest.lineage
+    assert lineage["shipped"] and lineage["tvm_version"] and lineage["command"]
+    held = set(lineage["split"]["holdout"])
+    assert held and not held & set(lineage["trained_networks"])
+    for shard in lineage["shards"]:  # the very files that trained it
+        manifest = json.loads((SEED_DIR / shard["shard"]).read_text())
+        assert manifest["files"] == shard["files"]
+    assert sum(p.stat().st_size for p in newest.path.iterdir()) < 8 * 2**20  # a few MB at most
+
+
+@x86_only
+def test_the_recorded_held_out_score_is_what_evaluate_measures_on_the_seed(seed_store):
+    from tasks.model_evaluation import evaluate_model
+
+    shipped = shipped_models()[0]
+    recorded = shipped.lineage["held_out"]
+    held = tuple(shipped.lineage["split"]["holdout"])
+    measured = evaluate_model("shipped", seed_store, tuple(recorded["hardware"]), held)
+    assert measured["model"] == shipped.model_id
+    assert measured["mean_network_top1"] == pytest.approx(recorded["mean_network_top1"])
+    assert all(v["in_training"] is False for v in measured["networks"].values())
+
+
+@x86_only
+def test_a_fresh_store_retunes_with_the_shipped_model(tmp_path):
+    from tasks.retune import validate_retune
+
+    spec = validate_retune(str(tmp_path / "fresh.duckdb"), "tiny_cnn", "local-1t", 8, None,
+                           None, "gradient", 0.9, 1, 0)
+    shipped = shipped_for(resolve_profile("local-1t"))
+    assert spec.cost_model == shipped.model_id and spec.model_path == str(shipped.path)
+    assert "shipped with tenforge; this store has no model of its own" in spec.model_choice
+    asked = validate_retune(str(tmp_path / "fresh.duckdb"), "tiny_cnn", "local-1t", 8, None,
+                            "shipped", "gradient", 0.9, 1, 0)
+    assert asked.cost_model == shipped.model_id and ": as asked;" in asked.model_choice
+    assert not (tmp_path / "fresh.duckdb").exists()  # validation writes nothing
+
+
+@x86_only
+def test_onboard_registers_the_shipped_model_as_parent(seed_store, tmp_path):
+    from storage.store import Store
+    from tasks.onboard import shipped_parent
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    parent = shipped_parent(db, resolve_profile("local").name)
+    assert parent == shipped_parent(db, resolve_profile("local").name)  # registered once
+    with Store(db, read_only=True) as store:
+        row = store.model_row(parent)
+    assert row["kind"] == shipped_models()[0].kind and row["path"].endswith(parent)
+
+
+def test_a_cpu_nothing_was_shipped_for_is_refused_in_one_line():
+    other = replace(resolve_profile("local"), arch="riscv64")
+    with pytest.raises(TenforgeError, match="no shipped model for .*riscv64"):
+        require_shipped_for(other)
+    assert shipped_for(other) is None
