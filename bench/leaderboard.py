@@ -108,7 +108,8 @@ def main() -> None:
                             "net top1", "net top5", "train s", "infer ms/1k", "top1 vs MS-xgb"],
                            table))
         if holdout:  # network-level top-1 of each held-out network (mean over profiles)
-            nets = sorted({k.rsplit("@", 1)[0] for _, _, m in rows for k in m["networks_top1"]})
+            nets = sorted({k.rsplit("@", 1)[0] for _, _, m in rows for k in m["networks_top1"]
+                           if k.rsplit("@", 1)[0].split("@")[0] in holdout})
             print(format_table(["family", "hparams", *nets], [
                 (f, hp, *(round(sum(v for k, v in m["networks_top1"].items()
                                     if k.rsplit("@", 1)[0] == n) /

@@ -5,7 +5,9 @@
 - by_task: whole workloads go to one part (on every hardware alike), so test tasks are unseen.
 - by_target: the test part is whole hardware profiles (`holdout`), train/valid the others.
 - by_network: the test part is every task of the held-out networks (`holdout`); a task shared
-  with a training network counts as a test task and is removed from training.
+  with a training network counts as a test task and is removed from training. The validation
+  part is whole networks too (seeded), so early stopping and a search's model choice reward
+  ranking networks the model has not seen.
 
 Headline numbers use by_task, by_target or by_network (DESIGN.md section 6).
 """
@@ -13,7 +15,7 @@ Headline numbers use by_task, by_target or by_network (DESIGN.md section 6).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -128,12 +130,48 @@ def _by_target(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tupl
 
 def _by_network(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tuple:
     """A held-out name is every instance of it (resnet18 at each size and batch); one instance
-    (resnet18@160) may be held out alone."""
+    (resnet18@160) may be held out alone. Validation is whole networks too (_valid_networks):
+    a model chosen on random tasks of its training networks is chosen for the wrong job."""
     labels = {n for nets in data.workload_networks.values() for n in nets}
     check_holdout(spec, (), labels | {network_family(n) for n in labels})
-    held = {w for w, nets in data.workload_networks.items()
-            if any(n in spec.holdout or network_family(n) in spec.holdout for n in nets)}
-    return _held_out(data, spec, rng, np.isin(data.group_workload[data.group], list(held)))
+    held = _tasks_of(data, lambda n: n in spec.holdout or network_family(n) in spec.holdout)
+    workload = data.group_workload[data.group]
+    in_test = np.isin(workload, list(held))
+    valid_families = _valid_networks(data, spec, rng, in_test)
+    if not valid_families:  # too few networks left to hold one out for validation
+        return _held_out(data, spec, rng, in_test)
+    in_valid = ~in_test & np.isin(workload, list(_tasks_of(
+        data, lambda n: network_family(n) in valid_families)))
+    return np.flatnonzero(~in_test & ~in_valid), np.flatnonzero(in_valid), \
+        np.flatnonzero(in_test)
+
+
+def _tasks_of(data: Dataset, picks: Callable[[str], bool]) -> set[str]:
+    """The workloads of every network (label) `picks` chooses."""
+    return {w for w, nets in data.workload_networks.items() if any(picks(n) for n in nets)}
+
+
+def _valid_networks(data: Dataset, spec: SplitSpec, rng: np.random.Generator,
+                    in_test: np.ndarray) -> set[str]:
+    """Whole network families, in a seeded order, until their rows outside the test part reach
+    `valid_fraction` of those rows; empty when fewer than three families remain (validation
+    would take half of what there is to learn from)."""
+    workload = data.group_workload[data.group]
+    rest = workload[~in_test]
+    rows = dict(zip(*np.unique(rest, return_counts=True)))
+    families = sorted({network_family(n) for w in rows for n in data.workload_networks.get(w, {})})
+    if spec.valid_fraction == 0 or len(families) < 3:
+        return set()
+    chosen: set[str] = set()
+    taken: set[str] = set()
+    for family in rng.permutation(families):
+        if sum(rows[w] for w in taken) >= spec.valid_fraction * rest.size or \
+                len(chosen) == len(families) - 1:
+            break
+        chosen.add(str(family))
+        taken |= {w for w in rows if any(network_family(n) == family
+                                         for n in data.workload_networks.get(w, {}))}
+    return chosen
 
 
 # The registry: kind -> (data, spec, rng) -> (train, valid, test) row indices.

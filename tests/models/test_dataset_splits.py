@@ -65,6 +65,11 @@ def test_held_out_splits_share_no_task(seed_data, kind):
     assert not (train & test) and not (valid & test) and not (train & valid)
     if kind == "by_network":
         assert all("tiny_cnn" in seed_data.workload_networks[w] for w in test)
+        # validation is whole networks too: none of a validation network's tasks trains
+        nets = seed_data.workload_networks
+        valid_nets = {n for w in valid for n in nets[w]} - {n for w in train for n in nets[w]}
+        assert valid_nets and all(not set(nets[w]) & valid_nets for w in train)
+        assert all(set(nets[w]) & valid_nets for w in valid)
 
 
 def test_splits_are_seeded():
