@@ -247,6 +247,12 @@ class Store:
             self._insert_arrow("features", feats, on_conflict_ignore=True)
         return int(self.scalar("SELECT count(*) FROM candidates")) - int(before)
 
+    def candidate_ids(self, task_id: int, hardware_id: int) -> dict[str, int]:
+        """Schedule hash -> candidate id of a task's candidates on one profile."""
+        return dict(self.con.execute(
+            "SELECT schedule_hash, candidate_id FROM candidates WHERE task_id = ? AND "
+            "hardware_id = ?", [task_id, hardware_id]).fetchall())
+
     def pending_candidates(self, hardware_id: int, settings_id: int,
                            task_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
         """Candidates of `hardware_id` with no measurement under `settings_id`, task by task."""

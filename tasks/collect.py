@@ -73,6 +73,12 @@ def register_network(db: str, profile: HardwareProfile, network: str | Workload,
     """Import `network` (a zoo name or a workload) into TVM, store it with its tasks, and
     register the profile (the collect's one write of the hardware row); return the task ids.
     A user's file is registered as a workload too (tasks/network_registry.py)."""
+    return list(network_task_ids(db, profile, network, batch_size, input_size).values())
+
+
+def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
+                     batch_size: int, input_size: int | None = None) -> dict[str, int]:
+    """register_network's work; workload hash -> task id, in the network's task order."""
     from storage.store import Store
     from tasks.network_registry import ensure_registered
     from tasks.networks import network_def
@@ -90,7 +96,7 @@ def register_network(db: str, profile: HardwareProfile, network: str | Workload,
         store.upsert_hardware(profile.as_row())
         network_id = store.upsert_network(workload.name, batch_size, size)
         ids = store.upsert_tasks(tasks, network_id)
-    return [ids[t.workload_hash] for t in tasks]
+    return {t.workload_hash: ids[t.workload_hash] for t in tasks}
 
 
 def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,

@@ -291,6 +291,26 @@ def resume_from(db: str, spec: RetuneSpec, tuning_id: str, work_dir: Path,
     return found.name
 
 
+def write_back(spec: RetuneSpec, profile: HardwareProfile, work_dir: Path, tuning_id: str,
+               report: Callable[[str], None]) -> int:
+    """Every candidate the search measured into the store (tasks/tuning/writeback.py), after
+    the run is recorded: a failure here loses no tuning result, and is said."""
+    from tasks.collect import network_task_ids
+    from tasks.tuning.writeback import store_tuning_measurements
+
+    try:
+        task_ids = network_task_ids(spec.db, profile, spec.workload, spec.batch_size,
+                                    spec.input_size if spec.workload.is_zoo else None)
+        added = store_tuning_measurements(spec.db, profile, task_ids, work_dir, tuning_id)
+    except Exception as exc:  # noqa: BLE001 - the tuning run is recorded; keep it
+        report(f"WARNING: the tuning measurements were not stored ({type(exc).__name__}: "
+               f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''})")
+        return 0
+    report(f"stored {added['measurements']} tuning measurements ({added['candidates']} new "
+           f"candidates) of {added['records']} records, as search-biased training data")
+    return added["measurements"]
+
+
 def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] = print,
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune (resuming what a killed retune of the same request measured), then record the run
@@ -333,10 +353,12 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
     with Store(spec.db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())
         store.record_tuning(row, curve)
+    written = write_back(spec, profile, work_dir, tuning_id, report)
     return {"tuning_id": tuning_id, "network": spec.network, "hardware": profile.name,
             "cost_model": spec.cost_model, "trials": result.trials,
             "search_s": round(result.search_s, 1),
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
-            "resumed_from": resumed, "database_dir": str(work_dir)}
+            "resumed_from": resumed, "database_dir": str(work_dir),
+            "measurements_stored": written}

@@ -70,6 +70,20 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
                             "tuning_id = ? ORDER BY point", [run["tuning_id"]])
     assert [t for t, _ in curve] == sorted(t for t, _ in curve) and curve[-1][0] == 16
     assert curve[-1][1] is not None  # both tasks measured: the estimate exists
+    # every candidate the search measured is in the store, with this run as its source, and
+    # trains models like collected data (search-biased data, tasks/tuning/writeback.py)
+    with Store(db, read_only=True) as store:
+        (stored, ok), = store.query(
+            "SELECT count(*), count(m.mean_latency_s) FROM measurements m JOIN candidates c "
+            "USING (candidate_id) WHERE m.flow_run_id = ? AND c.source = 'tuning'",
+            [run["tuning_id"]])
+    # (a candidate the seed already measured with the same protocol keeps its seed row)
+    assert 1 <= ok <= stored <= 16 and re.search(
+        rf"stored {stored} tuning measurements \(\d+ new candidates\) of 16 records", said)
+    from models.dataset import DataSpec, load_dataset
+
+    data = load_dataset(db, DataSpec(hardware=(resolve_profile(PROFILE).name,)))
+    assert len(data) >= ok
 
     again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
     assert again.returncode == 0, again.stderr[-3000:]
