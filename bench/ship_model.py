@@ -92,7 +92,8 @@ def main() -> None:
         load_shards(db, progress=lambda _: None)
     hardware = tuple(args.hardware.split(",")) if args.hardware else tuple(default_hardware(db))
     target_kind, arch = profile_rows(db, hardware)
-    data_spec = DataSpec(hardware=hardware)
+    params = json.loads(args.params)
+    data_spec = DataSpec(hardware=hardware, traces=bool(params.get("trace_features")))
     data = load_dataset(db, data_spec)
     holdout = tuple(args.holdout.split(","))
     split_spec = SplitSpec("by_network", seed=args.seed, valid_fraction=0.15, holdout=holdout)
@@ -101,8 +102,8 @@ def main() -> None:
     print(f"data {data.describe()}; held out {', '.join(holdout)}: {split.sizes()}", flush=True)
 
     reports = {}
-    for family, params in ((args.family, json.loads(args.params)), (BASELINE, {})):
-        model = create_model(family, seed=args.seed, **params)
+    for family, hparams in ((args.family, params), (BASELINE, {})):
+        model = create_model(family, seed=args.seed, **hparams)
         start = time.perf_counter()
         info = model.fit(train, valid)
         reports[family] = (model, info, network_report(model, test, holdout),

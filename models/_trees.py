@@ -10,6 +10,7 @@ import lightgbm as lgb
 import numpy as np
 import xgboost as xgb
 
+from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import Dataset
 
@@ -26,11 +27,19 @@ class TreeConfig(ModelConfig):
     colsample: float = 0.9
     reg_lambda: float = 1.0
     early_stopping_rounds: int = 40
+    trace_features: bool = False  # append the trace summary (models/trace_features.py)
 
 
-def tree_inputs(data: Dataset, with_hardware: bool) -> np.ndarray:
-    x = data.pack_sum()
-    return np.hstack([x, hardware_inputs(data)]) if with_hardware else x
+def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False) -> np.ndarray:
+    parts = [data.pack_sum()]
+    if with_hardware:
+        parts.append(hardware_inputs(data))
+    if with_trace:
+        if data.trace is None:
+            raise TenforgeError("this model takes trace features and the data has none: "
+                                "load it with DataSpec(traces=True)")
+        parts.append(data.trace)
+    return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
 def _group_sorted(data: Dataset) -> np.ndarray:
@@ -63,7 +72,7 @@ class XGBCostModel(_BoostedCostModel):
 
     def _dmatrix(self, data: Dataset, with_label: bool):
         order = _group_sorted(data)
-        x = tree_inputs(data, self.config.hardware_features)[order]
+        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)[order]
         dm = xgb.DMatrix(x, label=data.label[order] if with_label else None, nthread=THREADS)
         if with_label and self.config.loss == "rank":
             dm.set_group(np.unique(data.group[order], return_counts=True)[1])
@@ -95,7 +104,7 @@ class XGBCostModel(_BoostedCostModel):
         return {"rounds": int(booster.num_boosted_rounds())}
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        x = tree_inputs(data, self.config.hardware_features)
+        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)
         return self.booster.predict(xgb.DMatrix(x, nthread=THREADS))
 
     def _save_weights(self, path: Path) -> None:
@@ -142,7 +151,7 @@ class LGBMCostModel(_BoostedCostModel):
 
     def _dataset(self, data: Dataset):
         order = _group_sorted(data)
-        x = tree_inputs(data, self.config.hardware_features)[order]
+        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)[order]
         y = data.label[order]
         if self.config.loss == "rank":
             y = np.round(y * self.RELEVANCE_LEVELS).astype(np.int32)
@@ -170,7 +179,7 @@ class LGBMCostModel(_BoostedCostModel):
         state = {"best": -1.0, "best_round": first - 1}
         callbacks = []
         if valid is not None:
-            xv = tree_inputs(valid, self.config.hardware_features)
+            xv = tree_inputs(valid, self.config.hardware_features, self.config.trace_features)
 
             def peak_callback(env):
                 if (env.iteration + 1) % 10:
@@ -195,7 +204,7 @@ class LGBMCostModel(_BoostedCostModel):
         return {"rounds": self.best_iteration}
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        x = tree_inputs(data, self.config.hardware_features)
+        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)
         return self.booster.predict(x, num_iteration=self.best_iteration, num_threads=THREADS)
 
     def _save_weights(self, path: Path) -> None:

@@ -132,6 +132,12 @@ class CostModel(ABC):
                    report: Report | None) -> dict:
         raise NotImplementedError
 
+    @property
+    def takes_traces(self) -> bool:
+        """Whether its inputs include the trace summary (models/trace_features.py): data for it
+        must be loaded with DataSpec(traces=True), or made with traces."""
+        return bool(getattr(self.config, "trace_features", False))
+
     def predict(self, data: Dataset) -> np.ndarray:
         if not self.trained:
             raise TenforgeError(f"{self.kind} model is not trained; fit it or load a trained one")

@@ -39,6 +39,8 @@ class DataSpec:
     # A task with one candidate (elementwise ops often have a one-schedule design space) has
     # nothing to rank: it would add label-1 rows to training and pairwise 0.5 to every metric.
     min_candidates: int = 2
+    # also each candidate's trace summary (models/trace_features.py), for models that take it
+    traces: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hardware", tuple(self.hardware))
@@ -73,6 +75,7 @@ class Dataset:
     # workload hash -> {network label: times the network runs the task}; a label is the name,
     # or NAME@SIZE[:BATCH] where the store holds several instances (network_family)
     workload_networks: dict[str, dict[str, int]] = field(default_factory=dict)
+    trace: np.ndarray | None = None  # float32 [n, trace_features.DIM] when spec.traces
 
     def __len__(self) -> int:
         return int(self.candidate_id.size)
@@ -110,7 +113,8 @@ class Dataset:
                        np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
                        self.store_features[take], self.group_hardware, self.group_workload,
                        self.group_task_name, self.group_flops, self.hardware_names,
-                       self.hardware_features, self.workload_networks)
+                       self.hardware_features, self.workload_networks,
+                       None if self.trace is None else self.trace[index])
 
     def fingerprint(self) -> str:
         """Identifies the exact rows and labels (for lineage)."""
@@ -187,7 +191,8 @@ def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
 
     with Store(db, read_only=True) as store:
         stored_hw = _check_spec(store, spec, db)
-        table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor)
+        table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor,
+                                          with_traces=spec.traces)
         links = queries.network_task_weights(store)
     if table.num_rows == 0:
         raise _nothing_measured(spec, db)
@@ -228,8 +233,14 @@ def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple]) -> Dat
         group_flops=table.column("flops").to_numpy()[first].astype(np.float64),
         hardware_names=hardware_names,
         hardware_features=np.array([stored_hw[h] for h in hardware_names], np.float32),
-        workload_networks=_networks_by_workload(links))
+        workload_networks=_networks_by_workload(links), trace=_traces(spec, table))
     return full if keep.all() else full.subset(np.flatnonzero(keep))
+
+
+def _traces(spec: DataSpec, table) -> np.ndarray | None:
+    if not spec.traces:
+        return None
+    return _trace_matrix(table.column("trace_json").to_pylist())
 
 
 def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
@@ -246,11 +257,12 @@ def network_family(label: str) -> str:
 
 def dataset_from_features(features: list[np.ndarray], hardware_name: str,
                           hardware_vector: np.ndarray, latency: np.ndarray | None = None,
-                          groups: np.ndarray | None = None, workload: str = "adhoc"
-                          ) -> Dataset:
+                          groups: np.ndarray | None = None, workload: str = "adhoc",
+                          traces: list[str] | None = None) -> Dataset:
     """A Dataset for candidates that are not in a store (MetaSchedule's search asks about
     schedules it just made): per-candidate (n_stores x 164) features on one hardware profile.
-    `latency` (seconds, inf = failed) gives labels within each of `groups` (default: one)."""
+    `latency` (seconds, inf = failed) gives labels within each of `groups` (default: one);
+    `traces` (their trace JSON) gives models that take it the trace summary."""
     n = len(features)
     sizes = np.array([len(f) for f in features], np.int64)
     rows = (np.concatenate([np.asarray(f, np.float32).reshape(-1, FEATURE_DIM)
@@ -271,4 +283,11 @@ def dataset_from_features(features: list[np.ndarray], hardware_name: str,
         group_workload=np.array([f"{workload}-{g}" for g in range(n_groups)]),
         group_task_name=np.array([f"{workload}-{g}" for g in range(n_groups)]),
         group_flops=np.zeros(n_groups), hardware_names=(hardware_name,),
-        hardware_features=np.asarray(hardware_vector, np.float32).reshape(1, -1))
+        hardware_features=np.asarray(hardware_vector, np.float32).reshape(1, -1),
+        trace=None if traces is None else _trace_matrix(traces))
+
+
+def _trace_matrix(traces: list[str]) -> np.ndarray:
+    from models.trace_features import trace_matrix
+
+    return trace_matrix(traces)

@@ -15,6 +15,7 @@ the search learns the target as it goes. The loaded artifact is never modified.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +37,28 @@ class LearnedCostModel:
         self.hardware_vector = np.asarray(hardware_vector, np.float32)
         self.refit_every = refit_every
         self.strategy = strategy or ("full" if "full" in model.STRATEGIES else "residual")
-        self.seen: dict[str, tuple[list[np.ndarray], list[float]]] = {}
+        self.seen: dict[str, tuple[list[np.ndarray], list[float], list[str]]] = {}
+        # models/trace_features.py: a model trained with the trace summary needs it here too
+        self.takes_traces = model.takes_traces
         self.unfit = 0
         self.refits = 0
         self.predictions = 0
 
-    def predict(self, features: list[np.ndarray]) -> np.ndarray:
+    def predict(self, features: list[np.ndarray], traces: list[str] | None = None
+                ) -> np.ndarray:
         self.predictions += len(features)
         if not features:
             return np.zeros(0)
-        data = dataset_from_features(features, self.hardware_name, self.hardware_vector)
+        data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
+                                     traces=traces if self.takes_traces else None)
         return self.model.predict(data)
 
-    def update(self, task: str, features: list[np.ndarray], latencies: list[float]) -> None:
-        feats, lats = self.seen.setdefault(task, ([], []))
+    def update(self, task: str, features: list[np.ndarray], latencies: list[float],
+               traces: list[str] | None = None) -> None:
+        feats, lats, seen_traces = self.seen.setdefault(task, ([], [], []))
         feats.extend(features)
         lats.extend(latencies)
+        seen_traces.extend(traces or [""] * len(features))
         self.unfit += len(features)
         if self.unfit >= self.refit_every:
             self.refit()
@@ -62,13 +69,15 @@ class LearnedCostModel:
 
         from models.transfer import fine_tune
 
-        features, latencies, groups = [], [], []
-        for g, (feats, lats) in enumerate(self.seen.values()):
+        features, latencies, groups, traces = [], [], [], []
+        for g, (feats, lats, seen_traces) in enumerate(self.seen.values()):
             features += feats
             latencies += lats
             groups += [g] * len(feats)
+            traces += seen_traces
         data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
-                                     np.array(latencies), np.array(groups))
+                                     np.array(latencies), np.array(groups),
+                                     traces=traces if self.takes_traces else None)
         if not np.isfinite(data.latency).any():
             return
         with tempfile.TemporaryDirectory() as tmp:
@@ -98,6 +107,13 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
     def features(context, candidates) -> list[np.ndarray]:
         return [f.numpy().astype(np.float32) for f in extractor.extract_from(context, candidates)]
 
+    def traces(candidates) -> list[str] | None:
+        if not logic.takes_traces:
+            return None
+        from core.tvm_env import to_plain_json
+
+        return [json.dumps(to_plain_json(c.sch.trace.as_json())) for c in candidates]
+
     @derived_object
     class TenforgeCostModel(PyCostModel):
         def load(self, path: str) -> None:  # the model is loaded from its artifact already
@@ -109,10 +125,12 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
         def update(self, context, candidates, results) -> None:
             lat = [float(np.mean([float(s) for s in r.run_secs])) if r.run_secs and
                    r.error_msg is None else float("inf") for r in results]
-            logic.update(shash2hex(context.mod), features(context, candidates), lat)
+            logic.update(shash2hex(context.mod), features(context, candidates), lat,
+                         traces(candidates))
 
         def predict(self, context, candidates) -> np.ndarray:
-            return logic.predict(features(context, candidates)).astype("float64")
+            return logic.predict(features(context, candidates),
+                                 traces(candidates)).astype("float64")
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable

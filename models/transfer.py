@@ -62,6 +62,10 @@ class ResidualCostModel(CostModel):
             model.base = load_model(path / "base")
         return model
 
+    @property
+    def takes_traces(self) -> bool:  # the residual itself reads per-store features only
+        return self.base is not None and self.base.takes_traces
+
     def _residual_model(self) -> CostModel:
         from models._trees import XGBCostModel
 

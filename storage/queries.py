@@ -98,12 +98,14 @@ def measured_inventory(store: Store, hardware: Sequence[str], networks: Sequence
 
 
 def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
-                      extractor: str) -> pa.Table:
+                      extractor: str, with_traces: bool = False) -> pa.Table:
     """The newest measurement of every candidate with `extractor` features on these profiles
-    (and networks), with its task and features: what a cost-model dataset is built from."""
+    (and networks), with its task and features (and trace JSON): what a cost-model dataset is
+    built from."""
     return store.con.execute(f"""
         SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
                m.mean_latency_s, f.n_stores, f.dim, f."values"
+               {", c.trace_json" if with_traces else ""}
         FROM measurements m
         JOIN candidates c USING (candidate_id)
         JOIN tasks t ON t.task_id = c.task_id

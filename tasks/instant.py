@@ -68,8 +68,9 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if not candidates:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
-        scores = model.predict(dataset_from_features([c.features for c in candidates],
-                                                     profile.name, hardware))
+        scores = model.predict(dataset_from_features(
+            [c.features for c in candidates], profile.name, hardware,
+            traces=[c.trace_json for c in candidates]))
         top = [candidates[i] for i in np.argsort(-scores, kind="stable")[:measure_top]]
         results = measurer.measure([MeasureJob(next_id + i, shash2hex(task_mod), mod_json,
                                                c.trace_json, flops[context])

@@ -81,9 +81,10 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
             raise TenforgeError(f"{db} holds no measurements to score a model on; collect "
                                 "some first (`tenforge collect`)")
     families = tuple(sorted({network_family(n) for n in networks}))
+    model = load_model(model_ref.path)
     data = load_dataset(db, DataSpec(hardware=hardware, networks=families,
-                                     extractor=model_ref.extractor))
-    report = network_report(load_model(model_ref.path), data, networks)
+                                     extractor=model_ref.extractor, traces=model.takes_traces))
+    report = network_report(model, data, networks)
     trained = model_ref.trained_on
     seen = None if trained["networks"] is None else set(trained["networks"])
     held = set(trained["split"].get("holdout") or ()) \

@@ -192,7 +192,8 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
 
     with Store(db, read_only=True) as store:
         parent = store.model_row(parent_model_id)
-    data_s = DataSpec(hardware=(hardware,), networks=tuple(networks))
+    data_s = DataSpec(hardware=(hardware,), networks=tuple(networks),
+                      traces=load_model(parent["path"]).takes_traces)
     data = load_dataset(db, data_s)
     split_s = SplitSpec(seed=seed, **TRANSFER_SPLIT)
     split = make_split(data, split_s)

@@ -1,0 +1,78 @@
+"""The trace summary (models/trace_features.py): what it reads from a real MetaSchedule trace,
+tree models that take it beside the per-store rows, and the tuning-time path that feeds it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from core.errors import TenforgeError
+from models.dataset import DataSpec, dataset_from_features, load_dataset
+from models.registry import create_model
+from models.trace_features import DIM, FACTORS, PRIMITIVES, trace_vector
+from tests.conftest import SEED_PROFILE
+
+
+@pytest.fixture(scope="module")
+def traced(seed_store):
+    """The seed's tiny_cnn and mlp rows on one profile, with their traces."""
+    return load_dataset(seed_store, DataSpec(hardware=(SEED_PROFILE,),
+                                             networks=("tiny_cnn", "mlp"), traces=True))
+
+
+def test_the_summary_counts_primitives_and_reads_the_decisions():
+    insts = [["GetSBlock", [], ["C", "main"], ["b0"]],
+             ["GetLoops", ["b0"], [], ["l1", "l2"]],
+             ["SamplePerfectTile", ["l1"], [4, 64], ["v3", "v4", "v5", "v6"]],
+             ["Split", ["l1", "v3", "v4", "v5", "v6"], [True, False], ["a", "b", "c", "d"]],
+             ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v7"]],
+             ["SampleComputeLocation", ["b0"], [], ["l8"]],
+             ["EnterPostproc", [], [], []],
+             ["Split", ["x"], [], []]]  # after EnterPostproc: not counted
+    vector = trace_vector(json.dumps([insts, [[2, [1, 2, 8, 4]], [4, 2], [5, -1]]]))
+    assert vector.shape == (DIM,) and vector.dtype == np.float32
+    assert vector[PRIMITIVES.index("Split")] == pytest.approx(np.log1p(1))
+    tiles = len(PRIMITIVES)
+    assert list(vector[tiles:tiles + FACTORS]) == [0, 1, 3, 2]  # log2 of 1, 2, 8, 4
+    categorical = tiles + 8 * FACTORS
+    assert vector[categorical] == pytest.approx(np.log2(65))  # the value chosen: 64
+    assert vector[categorical + 4] == -1  # computed at the root
+
+
+def test_stored_traces_load_with_the_data(traced):
+    assert traced.trace is not None and traced.trace.shape == (len(traced), DIM)
+    assert traced.trace[:, :len(PRIMITIVES)].sum(axis=1).min() > 0  # every trace has primitives
+    part = traced.subset(np.arange(0, len(traced), 3))
+    assert np.array_equal(part.trace, traced.trace[::3])
+
+
+@pytest.mark.parametrize("family", ["xgb", "lgbm"])
+def test_trees_take_the_trace_beside_the_per_store_rows(traced, family):
+    model = create_model(family, trace_features=True, n_estimators=20, seed=0)
+    model.fit(traced)
+    assert model.takes_traces
+    scores = model.predict(traced)
+    assert np.isfinite(scores).all() and np.unique(scores).size > 1
+    plain = traced.subset(np.arange(len(traced)))
+    object.__setattr__(plain, "trace", None)
+    with pytest.raises(TenforgeError, match="DataSpec\\(traces=True\\)"):
+        model.predict(plain)
+
+
+def test_the_tuning_adapter_feeds_traces_to_a_model_that_takes_them(traced, seed_store):
+    from models.ms_adapter import LearnedCostModel
+    from storage.store import Store
+
+    model = create_model("xgb", trace_features=True, n_estimators=20, seed=0)
+    model.fit(traced)
+    with Store(seed_store, read_only=True) as store:
+        traces = dict(store.query("SELECT candidate_id, trace_json FROM candidates WHERE "
+                                  "candidate_id IN (SELECT unnest(?))",
+                                  [traced.candidate_id[:8].tolist()]))
+    rows = [traced.candidate_features(i) for i in range(8)]
+    logic = LearnedCostModel(model, SEED_PROFILE, traced.hardware_features[0])
+    got = logic.predict(rows, [traces[int(c)] for c in traced.candidate_id[:8]])
+    assert np.allclose(got, model.predict(traced.subset(np.arange(8))), atol=1e-5)
+    same = dataset_from_features(rows, SEED_PROFILE, traced.hardware_features[0],
+                                 traces=[traces[int(c)] for c in traced.candidate_id[:8]])
+    assert np.allclose(same.trace, traced.trace[:8])
