@@ -162,7 +162,8 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
         family, config = model_config(db, from_model)
         params = {**config, **params}
     params = {**params, "seed": seed}
-    data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks))
+    data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks),
+                      traces=bool(params.get("trace_features")))
     data = load_dataset(db, data_s)
     split_s = SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0)
     split = make_split(data, split_s)

@@ -48,8 +48,11 @@ def validate_search(db: str | None, hardware: list[str] | None, networks: list[s
 
     path = _existing_store(db, "collect data or load the seed first "
                                "(`tenforge dataset load-seed --db ...`)")
+    from models.search import TRACE_FAMILIES
+
     data_spec = DataSpec(hardware=tuple(profile_names(hardware) or default_hardware(path)),
-                         networks=tuple(networks or ()))
+                         networks=tuple(networks or ()),
+                         traces=bool(set(families or FAMILIES) & set(TRACE_FAMILIES)))
     if split == "by_target":  # held-out hardware may be named by alias too
         holdout = profile_names(holdout)
     split_spec = SplitSpec(kind=split, seed=seed, holdout=tuple(holdout or ()))
