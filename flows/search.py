@@ -17,7 +17,8 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
            split: str = "by_task", holdout: list[str] | None = None,
            families: list[str] | None = None, trials: PositiveInt = 20, time_budget_s: float = 900.0,
            metric: str = "peak1", multi_objective: bool = False, seed: int = 0,
-           max_epochs: PositiveInt = 30, study: str | None = None, db: str | None = None) -> dict:
+           max_epochs: PositiveInt = 30, study: str | None = None, db: str | None = None,
+           register_if_better: bool = False) -> dict:
     """Find the best cost model for this data, chosen on held-out tasks.
 
     Args:
@@ -35,9 +36,13 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
         max_epochs: epoch cap of the neural families.
         study: study name (default: derived from data, split and seed).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
+        register_if_better: with a by_network split, register the winner only if it ranks the
+            held-out networks better than every model that never saw them (the registered
+            ones and the shipped one); what the scheduled search does.
     """
     spec = validate_search(db, hardware, networks, split, holdout, families, trials,
-                           time_budget_s, metric, multi_objective, seed, max_epochs, study)
+                           time_budget_s, metric, multi_objective, seed, max_epochs, study,
+                           register_if_better)
     run_id = current_run_id()
     params = {"data": spec.data_spec, "split": spec.split_spec, "search": spec.search_spec,
               "study": spec.study}
@@ -47,12 +52,14 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
                                spec.study, run_id)
         model = t.train_and_register(spec.db, spec.data_spec, spec.split_spec, best["family"],
                                      best["params"], seed, best["study_name"],
-                                     best["best_trial"], run_id)
+                                     best["best_trial"], run_id,
+                                     register_if_better)
         summary.update({"study": best["study_name"], "trials": best["trials"],
                         "family": best["family"], "valid_" + metric: best["valid_value"],
                         "model_id": model["model_id"], "model_path": model["path"],
-                        "test": model["test"]})
+                        "test": model["test"], "gate": model.get("gate")})
         reports.publish_leaderboard(spec.db, best["study_name"])
-    print(f"search done: best {best['family']} (trial {best['best_trial']}), registered "
-          f"{model['model_id']}")
+    print(f"search done: best {best['family']} (trial {best['best_trial']}), " +
+          (f"registered {model['model_id']}" if model["model_id"] else
+           f"not registered: {model['gate']['best_rival']} ranks the held-out networks better"))
     return summary

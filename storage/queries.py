@@ -159,6 +159,11 @@ def best_model_id(store: Store, hardware: str, extractor: str) -> str | None:
     return rows[0][0] if rows else None
 
 
+def model_splits(store: Store) -> list[tuple[str, str, str | None]]:
+    """(model id, artifact path, split JSON) of every registered model."""
+    return store.query("SELECT model_id, path, split_json FROM models ORDER BY created_at")
+
+
 def measured_top1(store: Store, model_id: str, hardware: str) -> float | None:
     """The newest measured top-1 of `model_id` on `hardware`'s held-out tasks."""
     return store.scalar("SELECT TRY_CAST(metrics_json->>'peak1' AS DOUBLE) FROM "

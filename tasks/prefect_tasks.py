@@ -110,12 +110,13 @@ def search_models(db: str, data_spec: dict, split_spec: dict, search_spec: dict,
 @task(name="train-and-register", tags=["train"], task_run_name="train {family} and register")
 def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str, params: dict,
                        seed: int, study_name: str | None, trial_number: int | None,
-                       flow_run_id: str | None) -> dict:
+                       flow_run_id: str | None, register_if_better: bool = False) -> dict:
     from tasks import training
 
     return training.train_and_register(db, data_spec, split_spec, family, params, seed,
                                        study_name, trial_number, flow_run_id,
-                                       log=get_run_logger().info)
+                                       log=get_run_logger().info,
+                                       register_if_better=register_if_better)
 
 
 @task(name="pretrain", tags=["train"], task_run_name="pre-train on {hardware}")

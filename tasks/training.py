@@ -121,9 +121,12 @@ def register(db: str, model: Any, seen: Dataset, data_s: DataSpec, split: dict |
 def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
                        params: dict[str, Any], seed: int, study_name: str | None = None,
                        trial_number: int | None = None, flow_run_id: str | None = None,
-                       log: Callable[[str], None] = print) -> dict[str, Any]:
+                       log: Callable[[str], None] = print,
+                       register_if_better: bool = False) -> dict[str, Any]:
     """Train `family` with `params` on the train part (valid for early stopping), measure it on
-    the test part, save it as an artifact and register it with its lineage."""
+    the test part, save it as an artifact and register it with its lineage. With
+    `register_if_better` (a by_network split), only if it ranks the held-out networks better
+    than every model that never saw them (tasks/model_gate.py)."""
     from models.evaluate import evaluate, network_scores
     from models.registry import create_model
 
@@ -134,6 +137,17 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     test = data.subset(split.test)
     metrics = evaluate(model, test)
     metrics["networks_top1"] = network_scores(test, model.predict(test), k=1)
+    if register_if_better and split_s.kind == "by_network":
+        from tasks.model_gate import gate
+
+        verdict = gate(db, model, test, split_s.holdout)
+        metrics["mean_network_top1"] = verdict["mean_network_top1"]
+        if not verdict["wins"]:
+            rival = verdict["best_rival"]
+            log(f"not registered: held-out networks ({', '.join(split_s.holdout)}) mean top-1 "
+                f"{verdict['mean_network_top1']:.4f}, {rival} has "
+                f"{verdict['rivals'][rival]:.4f} on the same rows")
+            return {"model_id": None, "path": None, "test": metrics, "gate": verdict}
     seen = data.subset(np.concatenate([split.train, split.valid]))
     out = register(db, model, seen, data_s, asdict(split_s), len(train), train.fingerprint(),
                    metrics, info["train_s"], seed, flow_run_id, study_name, trial_number)

@@ -42,8 +42,12 @@ class SearchFlowSpec(Spec):
 def validate_search(db: str | None, hardware: list[str] | None, networks: list[str] | None,
                     split: str, holdout: list[str] | None, families: list[str] | None,
                     trials: int, time_budget_s: float, metric: str, multi_objective: bool,
-                    seed: int, max_epochs: int, study: str | None) -> SearchFlowSpec:
+                    seed: int, max_epochs: int, study: str | None,
+                    register_if_better: bool = False) -> SearchFlowSpec:
     """Check every search parameter against the store before any work."""
+    if register_if_better and split != "by_network":
+        raise TenforgeError("register-if-better compares models on networks none of them "
+                            "trained on: use it with --split by_network --holdout NETWORKS")
     from models.search import FAMILIES, SearchSpec, open_study_signature
 
     path = _existing_store(db, "collect data or load the seed first "

@@ -5,6 +5,7 @@ the REST API the UI uses run on a worker and land their results in DuckDB; a wro
 refused by the API; two more machines join, and ingest brings their stores together; a second
 start and a taken port are refused in one line."""
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from storage.store import Store
 from tasks.hardware import profile_name
+from tasks.shipped import shipped_models
 from tests.conftest import run_cli
 from tests.service_client import api, artifacts_of, free_port, wait_for_run
 
@@ -122,8 +124,16 @@ def test_the_search_deployment_runs_from_the_api(service, seed_store):
     assert status == 201, run
     flow_run = wait_for_run(service["api"], run["id"])
     assert flow_run["state"]["type"] == "COMPLETED", flow_run["state"]
+    # the scheduled search holds networks out and registers its winner only if it ranks them
+    # better than every model that never saw them (here: the shipped one)
     with Store(db, read_only=True) as store:
-        assert store.scalar("SELECT count(*) FROM models WHERE flow_run_id = ?", [run["id"]]) == 1
+        registered = store.scalar("SELECT count(*) FROM models WHERE flow_run_id = ?",
+                                  [run["id"]])
+        summary = json.loads(store.scalar("SELECT summary_json FROM runs WHERE run_id = ?",
+                                          [run["id"]]))
+    gate = summary["gate"]
+    assert set(gate["rivals"]) >= {m.model_id for m in shipped_models()[:1]}
+    assert registered == int(gate["wins"]) and (summary["model_id"] is None) != gate["wins"]
 
 
 @pytest.mark.slow

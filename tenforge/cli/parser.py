@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-epochs", type=_positive, default=30)
     p.add_argument("--study", default=None, help="study name (a re-run continues it)")
+    p.add_argument("--register-if-better", action="store_true",
+                   help="with --split by_network: register the winner only if it ranks the "
+                        "held-out networks better than every model that never saw them")
     db_option(p)
     p.set_defaults(func=run.cmd_search)
 

@@ -38,14 +38,15 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     spec = validate_search(args.db, args.hardware, args.networks, args.split, args.holdout,
                            args.families, args.trials, args.time_budget, args.metric,
-                           args.multi_objective, args.seed, args.max_epochs, args.study)
+                           args.multi_objective, args.seed, args.max_epochs, args.study,
+                           args.register_if_better)
     from flows.search import search
 
     search(hardware=args.hardware, networks=args.networks, split=args.split,
            holdout=args.holdout, families=args.families, trials=args.trials,
            time_budget_s=args.time_budget, metric=args.metric,
            multi_objective=args.multi_objective, seed=args.seed, max_epochs=args.max_epochs,
-           study=args.study, db=spec.db)
+           study=args.study, db=spec.db, register_if_better=args.register_if_better)
     return 0
 
 

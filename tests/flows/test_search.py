@@ -63,6 +63,7 @@ def test_search_registers_the_best_model_and_resumes(store):
 BAD_INPUT = [
     (["--families", "gbdt"], "unknown model family gbdt"),
     (["--split", "by_network"], "split by_network needs holdout="),
+    (["--register-if-better"], "use it with --split by_network --holdout NETWORKS"),
     (["--split", "by_network", "--holdout", "vgg"], "holdout network vgg is not in the dataset"),
     (["--hardware", "tpu-v9"], "hardware tpu-v9 has no data"),
     (["--networks", "alexnet"], "network alexnet has no data"),

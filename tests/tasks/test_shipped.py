@@ -84,3 +84,31 @@ def test_a_cpu_nothing_was_shipped_for_is_refused_in_one_line():
     with pytest.raises(TenforgeError, match="no shipped model for .*riscv64"):
         require_shipped_for(other)
     assert shipped_for(other) is None
+
+
+@x86_only
+def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_better(
+        seed_store, tmp_path):
+    """tasks/model_gate.py: rivals are the models that never trained on the held-out
+    networks (the shipped one here); a model that cannot beat them is not registered."""
+    from storage.store import Store
+    from tasks.model_gate import rivals
+    from tasks.training import train_and_register
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    shipped = shipped_models()[0]
+    held = tuple(shipped.lineage["split"]["holdout"])
+    assert shipped.model_id in rivals(db, held)
+    assert shipped.model_id not in rivals(db, (*held, "tiny_cnn"))  # it trained on tiny_cnn
+    split = {"kind": "by_network", "seed": 0, "holdout": list(held)}
+    data = {"hardware": shipped.lineage["data_spec"]["hardware"], "traces": True}
+    weak = train_and_register(db, data, split, "xgb", {"n_estimators": 1, "max_depth": 1}, 0,
+                              log=lambda _: None, register_if_better=True)
+    assert weak["model_id"] is None and not weak["gate"]["wins"]
+    assert weak["gate"]["best_rival"] == shipped.model_id
+    with Store(db, read_only=True) as store:
+        assert store.scalar("SELECT count(*) FROM models") == 0
+    plain = train_and_register(db, data, split, "xgb", {"n_estimators": 1, "max_depth": 1}, 0,
+                               log=lambda _: None)  # no gate: registered whatever it scores
+    assert plain["model_id"] is not None
