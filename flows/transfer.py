@@ -15,7 +15,8 @@ from tasks.training_specs import validate_pretrain, validate_transfer
 @flow(name="pretrain", log_prints=True)
 def pretrain(hardware: list[str] | None = None, family: str = "mlp",
              params: dict | None = None, from_model: str | None = None,
-             networks: list[str] | None = None, seed: int = 0, db: str | None = None) -> dict:
+             networks: list[str] | None = None, seed: int = 0, db: str | None = None,
+             holdout: list[str] | None = None, register_if_better: bool = False) -> dict:
     """Train one model across source profiles (hardware features as inputs) and register it.
 
     Args:
@@ -27,14 +28,20 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
         networks: only these networks' tasks (default: all).
         seed: seeds the validation split and the model.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
+        holdout: networks kept out of training and scored (validation on whole networks).
+        register_if_better: register only if it ranks the held-out networks better than
+            every model that never saw them (the scheduled pretrain does).
     """
-    spec = validate_pretrain(db, hardware, family, params, from_model, networks)
+    spec = validate_pretrain(db, hardware, family, params, from_model, networks, holdout,
+                             register_if_better)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "pretrain", spec.as_run_params(),
                       ",".join(spec.hardware)) as out:
         out.update(t.pretrain(spec.db, list(spec.hardware), list(spec.networks), spec.family,
-                              spec.params, from_model, seed, run_id))
-    print(f"pretrain done: {out['model_id']}")
+                              spec.params, from_model, seed, run_id, spec.holdout,
+                              spec.register_if_better))
+    print(f"pretrain done: {out['model_id'] or 'nothing registered (a model that never saw '}"
+          f"{'' if out['model_id'] else 'the held-out networks ranks them better)'}")
     return out
 
 

@@ -121,11 +121,13 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str, 
 
 @task(name="pretrain", tags=["train"], task_run_name="pre-train on {hardware}")
 def pretrain(db: str, hardware: list[str], networks: list[str], family: str | None,
-             params: dict, from_model: str | None, seed: int, flow_run_id: str | None) -> dict:
+             params: dict, from_model: str | None, seed: int, flow_run_id: str | None,
+             holdout: tuple[str, ...] = (), register_if_better: bool = False) -> dict:
     from tasks import training
 
     return training.pretrain(db, hardware, networks, family, params, from_model, seed,
-                             flow_run_id, log=get_run_logger().info)
+                             flow_run_id, log=get_run_logger().info, holdout=holdout,
+                             register_if_better=register_if_better)
 
 
 @task(name="transfer", tags=["train"], task_run_name="transfer to {hardware} ({strategy})")

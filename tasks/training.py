@@ -166,9 +166,14 @@ def model_config(db: str, model_id: str) -> tuple[str, dict[str, Any]]:
 
 def pretrain(db: str, hardware: list[str], networks: list[str], family: str | None,
              params: dict[str, Any], from_model: str | None, seed: int,
-             flow_run_id: str | None, log: Callable[[str], None] = print) -> dict[str, Any]:
+             flow_run_id: str | None, log: Callable[[str], None] = print,
+             holdout: tuple[str, ...] = (), register_if_better: bool = False
+             ) -> dict[str, Any]:
     """Train on every measurement of the source profiles (15% of tasks held for early stopping
-    and the reported validation metrics) and register the model."""
+    and the reported validation metrics) and register the model. With `holdout` networks, they
+    are kept out (a by_network split, validation on whole networks) and scored; with
+    `register_if_better`, the model is registered only if it ranks them better than every
+    model that never saw them (tasks/model_gate.py)."""
     from models.evaluate import evaluate
     from models.registry import create_model
 
@@ -179,12 +184,24 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks),
                       traces=bool(params.get("trace_features")))
     data = load_dataset(db, data_s)
-    split_s = SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0)
+    split_s = (SplitSpec("by_network", seed=seed, valid_fraction=0.15, holdout=holdout)
+               if holdout else
+               SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0))
     split = make_split(data, split_s)
     model = create_model(family, **params)
     train, valid = data.subset(split.train), data.subset(split.valid)
     info = model.fit(train, valid if len(valid) else None)
     metrics = {"valid": evaluate(model, valid) if len(valid) else {}}
+    if holdout:
+        from tasks.model_gate import gate
+
+        verdict = gate(db, model, data.subset(split.test), holdout)
+        metrics["mean_network_top1"] = verdict["mean_network_top1"]
+        if register_if_better and not verdict["wins"]:
+            log(f"not registered: held-out networks mean top-1 "
+                f"{verdict['mean_network_top1']:.4f}, {verdict['best_rival']} has "
+                f"{verdict['rivals'][verdict['best_rival']]:.4f} on the same rows")
+            return {"model_id": None, "path": None, "metrics": metrics, "gate": verdict}
     out = register(db, model, data, data_s, asdict(split_s), len(train), train.fingerprint(),
                    metrics, info["train_s"], seed, flow_run_id,
                    extra={"pretrained_on": list(hardware), "config_from": from_model})

@@ -85,22 +85,34 @@ class PretrainSpec(Spec):
     family: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     from_model: str | None = None
+    holdout: tuple[str, ...] = ()  # networks kept out and scored (by_network)
+    register_if_better: bool = False
 
 
 def validate_pretrain(db: str | None, hardware: list[str] | None, family: str,
                       params: dict | None, from_model: str | None,
-                      networks: list[str] | None) -> PretrainSpec:
+                      networks: list[str] | None, holdout: list[str] | None = None,
+                      register_if_better: bool = False) -> PretrainSpec:
     """Check pretrain's parameters before any work."""
     from models.registry import model_class
+
+    if register_if_better and not holdout:
+        raise TenforgeError("register-if-better compares models on networks none of them "
+                            "trained on: name them with --holdout NETWORKS")
 
     path = _existing_store(db, "load the seed first (`tenforge dataset load-seed --db ...`)")
     if from_model:
         family, _ = model_config(path, from_model)
     model_class(family)(**(params or {}))  # unknown hyperparameters fail here, in one line
     sources = tuple(profile_names(hardware) or default_hardware(path))
-    check_dataset(path, DataSpec(hardware=sources, networks=tuple(networks or ())))
+    found = check_dataset(path, DataSpec(hardware=sources, networks=tuple(networks or ())))
+    unknown = [n for n in holdout or () if n not in found.networks]
+    if unknown:
+        raise TenforgeError(f"holdout network {', '.join(unknown)} has no measurements on "
+                            f"{', '.join(sources)}; measured: {', '.join(sorted(found.networks))}")
     return PretrainSpec(db=path, hardware=sources, networks=tuple(networks or ()),
-                        family=family, params=dict(params or {}), from_model=from_model)
+                        family=family, params=dict(params or {}), from_model=from_model,
+                        holdout=tuple(holdout or ()), register_if_better=register_if_better)
 
 
 def check_strategy(parent_row: dict[str, Any], strategy: str) -> None:

@@ -190,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reuse a registered model's kind and configuration (the search winner)")
     p.add_argument("--networks", type=_networks, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--holdout", type=_networks, default=None,
+                   help="networks kept out of training and scored (every size of each)")
+    p.add_argument("--register-if-better", action="store_true",
+                   help="with --holdout: register only if it ranks those networks better "
+                        "than every model that never saw them")
     db_option(p)
     p.set_defaults(func=run.cmd_pretrain)
 

@@ -54,11 +54,12 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     from tasks.training_specs import validate_pretrain
 
     spec = validate_pretrain(args.db, args.hardware, args.family, args.params, args.from_model,
-                             args.networks)
+                             args.networks, args.holdout, args.register_if_better)
     from flows.transfer import pretrain
 
     pretrain(hardware=args.hardware, family=args.family, params=args.params,
-             from_model=args.from_model, networks=args.networks, seed=args.seed, db=spec.db)
+             from_model=args.from_model, networks=args.networks, seed=args.seed, db=spec.db,
+             holdout=args.holdout, register_if_better=args.register_if_better)
     return 0
 
 

@@ -112,3 +112,25 @@ def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_b
     plain = train_and_register(db, data, split, "xgb", {"n_estimators": 1, "max_depth": 1}, 0,
                                log=lambda _: None)  # no gate: registered whatever it scores
     assert plain["model_id"] is not None
+
+
+@x86_only
+def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
+    from storage.store import Store
+    from tasks.training import pretrain
+    from tasks.training_specs import validate_pretrain
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    shipped = shipped_models()[0]
+    held = tuple(shipped.lineage["split"]["holdout"])
+    hardware = shipped.lineage["data_spec"]["hardware"]
+    weak = pretrain(db, hardware, [], "xgb", {"n_estimators": 1, "max_depth": 1}, None, 0, None,
+                    log=lambda _: None, holdout=held, register_if_better=True)
+    assert weak["model_id"] is None and weak["gate"]["best_rival"] == shipped.model_id
+    with Store(db, read_only=True) as store:
+        assert store.scalar("SELECT count(*) FROM models") == 0
+    with pytest.raises(TenforgeError, match="name them with --holdout NETWORKS"):
+        validate_pretrain(db, None, "xgb", None, None, None, register_if_better=True)
+    with pytest.raises(TenforgeError, match="holdout network vgg19 has no measurements"):
+        validate_pretrain(db, None, "xgb", None, None, None, ["vgg19"], True)
