@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -34,8 +34,6 @@ from models.evaluate import network_report  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table  # noqa: E402
-from storage.seed import load_shards  # noqa: E402
-from tasks.training import default_hardware  # noqa: E402
 
 KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
@@ -60,11 +58,8 @@ def main() -> None:
     parser.add_argument("--json", help="also write every run's numbers here")
     args = parser.parse_args()
 
-    db = args.db
-    if db is None:
-        db = str(Path(tempfile.mkdtemp(prefix="tenforge-features-")) / "seed.duckdb")
-        load_shards(db, progress=lambda _: None)
-    hardware = tuple(args.hardware.split(",")) if args.hardware else tuple(default_hardware(db))
+    db = store_or_seed(args.db, "features")
+    hardware = profiles(db, args.hardware)
     start = time.perf_counter()
     data = load_dataset(db, DataSpec(hardware=hardware, traces=True))
     holdout = tuple(args.holdout.split(","))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -32,8 +33,6 @@ from models.registry import create_model  # noqa: E402
 from models.search import FAMILIES, SearchSpec, run_search  # noqa: E402
 from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table  # noqa: E402
-from storage.seed import load_shards  # noqa: E402
-from tasks.training import default_hardware  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
 
@@ -64,11 +63,8 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tenforge-leaderboard-"))
-    db = args.db
-    if db is None:
-        db = str(work / "seed.duckdb")
-        load_shards(db, progress=lambda _: None)
-    hardware = tuple(args.hardware.split(",")) if args.hardware else tuple(default_hardware(db))
+    db = store_or_seed(args.db, "leaderboard")
+    hardware = profiles(db, args.hardware)
     data = load_dataset(db, DataSpec(hardware=hardware))
     print(f"data: {data.describe()}")
     families = args.families.split(",")

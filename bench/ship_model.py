@@ -19,7 +19,6 @@ import argparse
 import json
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -37,10 +37,9 @@ from models.evaluate import evaluate, network_report  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
-from storage.seed import SEED_DIR, find_shards, load_shards  # noqa: E402
+from storage.seed import SEED_DIR, find_shards  # noqa: E402
 from storage.store import Store  # noqa: E402
 from tasks.shipped import SHIPPED_DIR  # noqa: E402
-from tasks.training import default_hardware  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
 
@@ -86,11 +85,8 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true", help="train and score, write nothing")
     args = parser.parse_args()
 
-    db = args.db
-    if db is None:
-        db = str(Path(tempfile.mkdtemp(prefix="tenforge-ship-")) / "seed.duckdb")
-        load_shards(db, progress=lambda _: None)
-    hardware = tuple(args.hardware.split(",")) if args.hardware else tuple(default_hardware(db))
+    db = store_or_seed(args.db, "ship")
+    hardware = profiles(db, args.hardware)
     target_kind, arch = profile_rows(db, hardware)
     params = json.loads(args.params)
     data_spec = DataSpec(hardware=hardware, traces=bool(params.get("trace_features")))
