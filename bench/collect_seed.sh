@@ -27,6 +27,10 @@ from tasks.hardware import detect_local_profiles
 print("\n".join(p.name for p in detect_local_profiles() if p.num_threads == 1))')
 fi
 db=${SEED_DB:-data/seed.duckdb}
+# A new store starts from the shipped seed, so candidates the seed measured (networks share
+# tasks: GPT-2's dense layers are BERT's) are not measured again and new shards never overlap
+# the old ones (loading deduplicates, and a shard must re-export as it was).
+[ -e "$db" ] || "$python" -m tenforge.cli dataset load-seed --db "$db"
 # Small, cheap networks first so every profile has every kind of task early on. NETWORKS (space
 # separated) picks others or another order, e.g. the fastest to measure when extending; an
 # entry NAME@SIZE:BATCH collects a zoo network at another input size and batch (TenSet's way of

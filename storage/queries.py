@@ -159,6 +159,12 @@ def best_model_id(store: Store, hardware: str, extractor: str) -> str | None:
     return rows[0][0] if rows else None
 
 
+def candidate_traces(store: Store, candidate_ids: Sequence[int]) -> dict[int, str]:
+    """candidate id -> its trace JSON."""
+    return dict(store.query("SELECT candidate_id, trace_json FROM candidates WHERE candidate_id "
+                            "IN (SELECT unnest(?))", [list(candidate_ids)]))
+
+
 def model_splits(store: Store) -> list[tuple[str, str, str | None]]:
     """(model id, artifact path, split JSON) of every registered model."""
     return store.query("SELECT model_id, path, split_json FROM models ORDER BY created_at")

@@ -37,6 +37,19 @@ def rivals(db: str, holdout: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def with_traces(db: str, data: Dataset) -> Dataset:
+    """`data` with each candidate's trace summary (models/trace_features.py) from the store."""
+    from dataclasses import replace
+
+    from models.trace_features import trace_matrix
+    from storage import queries
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        traces = queries.candidate_traces(store, data.candidate_id.tolist())
+    return replace(data, trace=trace_matrix([traces[int(c)] for c in data.candidate_id]))
+
+
 def gate(db: str, model: Any, test: Dataset, holdout: tuple[str, ...]) -> dict[str, Any]:
     """Whether `model` beats every rival on `test`'s held-out networks; the scores."""
     from models.evaluate import network_report
@@ -47,7 +60,7 @@ def gate(db: str, model: Any, test: Dataset, holdout: tuple[str, ...]) -> dict[s
     for model_id, path in rivals(db, holdout).items():
         rival = load_model(path)
         if rival.takes_traces and test.trace is None:
-            continue
+            test = with_traces(db, test)  # the same rows, with what this rival reads too
         theirs[model_id] = network_report(rival, test, holdout)["mean_network_top1"]
     best = max(theirs, key=theirs.get) if theirs else None
     return {"mean_network_top1": mine, "rivals": theirs, "best_rival": best,
