@@ -123,6 +123,10 @@ def check_transferable(parent: CostModel, target: Dataset) -> None:
         total = booster.num_features() if hasattr(booster, "num_features") else \
             booster.num_feature()
         hw_dim = total - target.store_features.shape[1]
+        if parent.takes_traces:  # the trace summary follows the hardware features
+            from models.trace_features import DIM
+
+            hw_dim -= DIM
     uses_hw = getattr(parent.config, "hardware_features", False)
     if uses_hw and hw_dim not in (None, 0) and target.hardware_features.shape[1] != hw_dim:
         raise TenforgeError(f"the parent {parent.kind} model was built for {hw_dim} hardware "

@@ -137,6 +137,7 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     test = data.subset(split.test)
     metrics = evaluate(model, test)
     metrics["networks_top1"] = network_scores(test, model.predict(test), k=1)
+    verdict = None  # no gate asked for: registered whatever it scores
     if register_if_better and split_s.kind == "by_network":
         from tasks.model_gate import gate
 
@@ -153,7 +154,7 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
                    metrics, info["train_s"], seed, flow_run_id, study_name, trial_number)
     log(f"registered {out['model_id']} at {out['path']}: test peak1 {metrics['peak1']:.4f}, "
         f"pairwise {metrics['pairwise']:.4f}")
-    return {**out, "test": metrics}
+    return {**out, "test": metrics, "gate": verdict}
 
 
 def model_config(db: str, model_id: str) -> tuple[str, dict[str, Any]]:

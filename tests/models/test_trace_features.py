@@ -76,3 +76,19 @@ def test_the_tuning_adapter_feeds_traces_to_a_model_that_takes_them(traced, seed
     same = dataset_from_features(rows, SEED_PROFILE, traced.hardware_features[0],
                                  traces=[traces[int(c)] for c in traced.candidate_id[:8]])
     assert np.allclose(same.trace, traced.trace[:8])
+
+
+@pytest.mark.parametrize("strategy", ["full", "residual"])
+def test_a_parent_that_takes_traces_transfers(traced, seed_store, tmp_path, strategy):
+    """Its inputs are per-store sums, hardware features, then the trace summary: the check of
+    the hardware vector's length must not count the trace (the pipeline's onboard did)."""
+    from models.transfer import check_transferable, fine_tune
+
+    parent = create_model("xgb", trace_features=True, n_estimators=20, seed=0)
+    parent.fit(traced)
+    parent.save(tmp_path / "parent")
+    target = load_dataset(seed_store, DataSpec(hardware=("cpu-znver3-sse42-1t",),  # another
+                                               networks=("tiny_cnn",), traces=True))
+    check_transferable(parent, target)
+    child, _ = fine_tune(tmp_path / "parent", strategy, target, seed=0)
+    assert child.takes_traces and np.isfinite(child.predict(target)).all()
