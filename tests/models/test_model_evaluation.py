@@ -21,7 +21,7 @@ def answers(pretrained_store, tmp_path_factory):
         ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--networks",
          "resnet18,mlp", "--db", db],
         ["models", "evaluate", "no-such-model", "--db", db],
-        ["models", "evaluate", model_id, "--networks", "vgg11", "--db", db],
+        ["models", "evaluate", model_id, "--networks", "alexnet", "--db", db],
         ["models", "evaluate", model_id, "--hardware", "cpu-never-measured-1t", "--db", db],
         ["models", "evaluate", model_id, "--db", empty],
     ]
@@ -86,7 +86,7 @@ def test_the_table_names_the_model_its_networks_and_the_mean(answers, pretrained
 
 @pytest.mark.parametrize("case, message", [
     ("unknown", "no model 'no-such-model'"),
-    ("network", "network vgg11 has no data"),
+    ("network", "network alexnet has no data"),
     ("hardware", "hardware cpu-never-measured-1t has no data"),
     ("no store", "no store at"),
 ])
