@@ -100,15 +100,15 @@ def network_report(model: CostModel, data: Dataset,
             for net, values in sorted(by_net.items())}
     metrics = ranking_metrics(data, scores)
     return {
-        "hardware": sorted(per_hw), "networks": mean,
-        "mean_network_top1": float(np.nanmean([v["top1"] for v in mean.values()])),
-        "mean_network_top5": float(np.nanmean([v["top5"] for v in mean.values()])),
+        "hardware": sorted(per_hw), **_over_networks(mean),
         "peak1": metrics["peak1"], "peak5": metrics["peak5"], "pairwise": metrics["pairwise"],
         "tasks": int(np.unique(data.group).size), "candidates": len(data),
-        "per_hardware": {hw: {"networks": nets,
-                              "mean_network_top1": float(np.nanmean(
-                                  [v["top1"] for v in nets.values()])),
-                              "mean_network_top5": float(np.nanmean(
-                                  [v["top5"] for v in nets.values()]))}
-                         for hw, nets in sorted(per_hw.items())},
+        "per_hardware": {hw: _over_networks(nets) for hw, nets in sorted(per_hw.items())},
     }
+
+
+def _over_networks(nets: dict[str, dict[str, float]]) -> dict:
+    """Per-network top-1/top-5 and their means over the networks."""
+    return {"networks": nets,
+            **{f"mean_network_{k}": float(np.nanmean([v[k] for v in nets.values()]))
+               for k in ("top1", "top5")}}

@@ -37,11 +37,8 @@ def resolve_model(ref: str, db: str, hardware: str = "local") -> ModelRef:
     folder = Path(ref)
     if ref == SHIPPED:
         folder = require_shipped_for(resolve_profile(hardware)).path
-    if (folder / META_FILE).is_file():
-        meta = json.loads((folder / META_FILE).read_text())
-        lineage = meta.get("lineage") or {}
-        model_id = lineage.get("model_id") or folder.name
-    else:
+    model_id = None  # an artifact folder names itself (its lineage, else its folder)
+    if not (folder / META_FILE).is_file():
         if not Path(db).exists():
             raise TenforgeError(f"no store at {db}, so no registered model {ref!r}; give a "
                                 "store with --db, or a model artifact folder")
@@ -51,8 +48,9 @@ def resolve_model(ref: str, db: str, hardware: str = "local") -> ModelRef:
         if not (folder / META_FILE).is_file():
             raise TenforgeError(f"model {ref!r} is registered at {folder}, which holds no "
                                 "artifact (moved or deleted?)")
-        meta = json.loads((folder / META_FILE).read_text())
-        lineage = meta.get("lineage") or {}
+    meta = json.loads((folder / META_FILE).read_text())
+    lineage = meta.get("lineage") or {}
+    model_id = model_id or lineage.get("model_id") or folder.name
     spec = lineage.get("data_spec") or {}
     return ModelRef(model_id, meta.get("kind", "?"), folder,
                     spec.get("extractor", "per_store_feature_v1"),

@@ -50,6 +50,14 @@ def with_traces(db: str, data: Dataset) -> Dataset:
     return replace(data, trace=trace_matrix([traces[int(c)] for c in data.candidate_id]))
 
 
+def not_registered(verdict: dict[str, Any], holdout: tuple[str, ...]) -> str:
+    """The line that says why a gated model was not registered."""
+    rival = verdict["best_rival"]
+    return (f"not registered: held-out networks ({', '.join(holdout)}) mean top-1 "
+            f"{verdict['mean_network_top1']:.4f}, {rival} has {verdict['rivals'][rival]:.4f} "
+            "on the same rows")
+
+
 def gate(db: str, model: Any, test: Dataset, holdout: tuple[str, ...]) -> dict[str, Any]:
     """Whether `model` beats every rival on `test`'s held-out networks; the scores."""
     from models.evaluate import network_report

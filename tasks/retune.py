@@ -69,11 +69,12 @@ def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
             f"alone; `tenforge onboard --hardware {hardware}` measures and adapts one here")
 
 
-def _has_model(db: str, hardware: str) -> bool:
+def _best_registered(db: str, hardware: str) -> str | None:
+    """best_model of the store at `db` (None: no store, or no model in it)."""
     if not Path(db).exists():
-        return False
+        return None
     with Store(db, read_only=True) as store:
-        return best_model(store, hardware) is not None
+        return best_model(store, hardware)
 
 
 def shipped_choice(shipped: ShippedModel, hardware: str, asked: bool) -> str:
@@ -188,9 +189,10 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
               f"cost model {BASELINE}: no registered model (train one with `tenforge search` "
               "or `tenforge onboard`)")
     shipped = None
+    registered = None if cost_model is not None else _best_registered(path, profile.name)
     if cost_model == SHIPPED:
         shipped = require_shipped_for(profile)
-    elif cost_model is None and not _has_model(path, profile.name):
+    elif cost_model is None and registered is None:
         shipped = shipped_for(profile)  # a fresh install: the model tenforge ships, if any
     if shipped is not None:
         choice = shipped_choice(shipped, profile.name, asked=cost_model == SHIPPED)
@@ -203,7 +205,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                                     f"{cost_model!r}; train one or use --cost-model {BASELINE}")
         else:
             with Store(path, read_only=True) as store:
-                chosen = cost_model or best_model(store, profile.name)
+                chosen = cost_model or registered
                 if chosen is not None:
                     row = store.model_row(chosen)  # an unknown id fails here, in one line
                     check_model_fits(store, row, profile)

@@ -139,15 +139,12 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     metrics["networks_top1"] = network_scores(test, model.predict(test), k=1)
     verdict = None  # no gate asked for: registered whatever it scores
     if register_if_better and split_s.kind == "by_network":
-        from tasks.model_gate import gate
+        from tasks.model_gate import gate, not_registered
 
         verdict = gate(db, model, test, split_s.holdout)
         metrics["mean_network_top1"] = verdict["mean_network_top1"]
         if not verdict["wins"]:
-            rival = verdict["best_rival"]
-            log(f"not registered: held-out networks ({', '.join(split_s.holdout)}) mean top-1 "
-                f"{verdict['mean_network_top1']:.4f}, {rival} has "
-                f"{verdict['rivals'][rival]:.4f} on the same rows")
+            log(not_registered(verdict, split_s.holdout))
             return {"model_id": None, "path": None, "test": metrics, "gate": verdict}
     seen = data.subset(np.concatenate([split.train, split.valid]))
     out = register(db, model, seen, data_s, asdict(split_s), len(train), train.fingerprint(),
@@ -194,16 +191,15 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     info = model.fit(train, valid if len(valid) else None)
     metrics = {"valid": evaluate(model, valid) if len(valid) else {}}
     if holdout:
-        from tasks.model_gate import gate
+        from tasks.model_gate import gate, not_registered
 
         verdict = gate(db, model, data.subset(split.test), holdout)
         metrics["mean_network_top1"] = verdict["mean_network_top1"]
         if register_if_better and not verdict["wins"]:
-            log(f"not registered: held-out networks mean top-1 "
-                f"{verdict['mean_network_top1']:.4f}, {verdict['best_rival']} has "
-                f"{verdict['rivals'][verdict['best_rival']]:.4f} on the same rows")
+            log(not_registered(verdict, holdout))
             return {"model_id": None, "path": None, "metrics": metrics, "gate": verdict}
-    out = register(db, model, data, data_s, asdict(split_s), len(train), train.fingerprint(),
+    seen = data.subset(np.concatenate([split.train, split.valid]))  # not the held-out part
+    out = register(db, model, seen, data_s, asdict(split_s), len(train), train.fingerprint(),
                    metrics, info["train_s"], seed, flow_run_id,
                    extra={"pretrained_on": list(hardware), "config_from": from_model})
     log(f"pre-trained {out['model_id']} on {', '.join(hardware)}: {len(train)} candidates, "

@@ -7,6 +7,7 @@ import json
 import platform
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -130,6 +131,10 @@ def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
     assert weak["model_id"] is None and weak["gate"]["best_rival"] == shipped.model_id
     with Store(db, read_only=True) as store:
         assert store.scalar("SELECT count(*) FROM models") == 0
+    kept = pretrain(db, hardware, [], "xgb", {"n_estimators": 1, "max_depth": 1}, None, 0, None,
+                    log=lambda _: None, holdout=held)  # scored, not gated: registered
+    lineage = json.loads((Path(kept["path"]) / "model.json").read_text())["lineage"]
+    assert not set(held) & set(lineage["trained_networks"])  # what it trained on, not more
     with pytest.raises(TenforgeError, match="name them with --holdout NETWORKS"):
         validate_pretrain(db, None, "xgb", None, None, None, register_if_better=True)
     with pytest.raises(TenforgeError, match="holdout network vgg19 has no measurements"):
