@@ -74,6 +74,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         s = summary
         print(f"retune done: {s['network']} on {s['hardware']} with {s['cost_model']}: "
               f"{s['untuned_ms']} ms untuned -> {s['tuned_ms']} ms tuned ({s['speedup']}x) "
-              f"after {s['trials']} trials in {s['search_s']} s (search ended by "
+              f"after {s['trials']} trials in {s['search_s']} s ({s['trials_per_min']}/min, "
+              f"{s['measure_s']} s of it measuring; search ended by "
               f"{s['stop_reason']}); schedules in {s['database_dir']}")
     return summary

@@ -186,7 +186,9 @@ CREATE TABLE tuning_runs (
     tvm_version         VARCHAR NOT NULL,
     created_at          TIMESTAMP NOT NULL DEFAULT current_timestamp,
     rejected_by_rules   INTEGER,              -- candidates dropped unmeasured (tasks.constraints)
-    stop_reason         VARCHAR               -- trials | deadline | interrupt | exhausted
+    stop_reason         VARCHAR,              -- trials | deadline | interrupt | exhausted
+    measure_s           DOUBLE,               -- of search_s, building and running candidates
+    search_threads      INTEGER               -- threads of the evolutionary search
 );
 
 -- Best-so-far after every measured batch of a tuning run.
@@ -271,7 +273,8 @@ SELECT tuning_id, network, hardware, cost_model, scheduler, trials, trials_budge
        minutes_budget, search_s, untuned_latency_s, tuned_latency_s,
        untuned_latency_s / tuned_latency_s AS speedup, estimated_latency_s,
        rejected_by_rules, tuned_functions, tir_functions, seed, tvm_version, created_at,
-       stop_reason
+       stop_reason, measure_s, search_threads,
+       60 * trials / search_s AS trials_per_min
 FROM tuning_runs
 ORDER BY created_at DESC;
 

@@ -72,9 +72,11 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
             [c.features for c in candidates], profile.name, hardware,
             traces=[c.trace_json for c in candidates]))
         top = [candidates[i] for i in np.argsort(-scores, kind="stable")[:measure_top]]
+        measuring = time.monotonic()
         results = measurer.measure([MeasureJob(next_id + i, shash2hex(task_mod), mod_json,
                                                c.trace_json, flops[context])
                                     for i, c in enumerate(top)])
+        log.add_measure_time(time.monotonic() - measuring)
         next_id += len(top)
         _commit(database, task_mod, target, [(c.trace_json, r) for c, r in zip(top, results)])
         log.add(context, [None if r.error_kind else list(r.run_secs) for r in results])

@@ -13,13 +13,17 @@ result, as MetaSchedule expects), and time runs with the profile's measurement s
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from tasks.measure import Measurer
 
+Clock = Callable[[float], None]  # told the seconds each build or run batch took
 
-def ms_builder(measurer: Measurer) -> Any:
-    """A MetaSchedule PyBuilder that compiles on `measurer`'s build workers, in parallel."""
+
+def ms_builder(measurer: Measurer, clock: Clock | None = None) -> Any:
+    """A MetaSchedule PyBuilder that compiles on `measurer`'s build workers, in parallel;
+    `clock` hears how long each batch took (a tuning run's measuring share)."""
     import tvm
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
@@ -27,7 +31,10 @@ def ms_builder(measurer: Measurer) -> Any:
     @derived_object
     class WorkerBuilder(PyBuilder):
         def build(self, build_inputs: list) -> list:
+            started = time.monotonic()
             outcomes = measurer.build_modules([tvm.ir.save_json(b.mod) for b in build_inputs])
+            if clock is not None:
+                clock(time.monotonic() - started)
             return [BuilderResult(None, f"{o['error_kind']}: {o['error_msg']}")
                     if "error_kind" in o else BuilderResult(o["artifact"], None)
                     for o in outcomes]
@@ -35,16 +42,17 @@ def ms_builder(measurer: Measurer) -> Any:
     return WorkerBuilder()
 
 
-def ms_runner(measurer: Measurer) -> Any:
+def ms_runner(measurer: Measurer, clock: Clock | None = None) -> Any:
     """A MetaSchedule PyRunner that times each artifact on `measurer`'s runner, one at a time
     (runs never overlap builds' timing: MetaSchedule builds a whole batch before running it).
-    Runs happen in `run`; the futures it returns are already done."""
+    Runs happen in `run`; the futures it returns are already done. `clock` as for ms_builder."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerFuture, RunnerResult
 
     @derived_object
     class WorkerRunner(PyRunner):
         def run(self, runner_inputs: list) -> list:
+            started = time.monotonic()
             futures = []
             for runner_input in runner_inputs:
                 args = [{"shape": [int(d) for d in a.shape], "dtype": str(a.dtype)}
@@ -53,6 +61,8 @@ def ms_runner(measurer: Measurer) -> Any:
                 result = (RunnerResult(None, f"{out['error_kind']}: {out['error_msg']}")
                           if "error_kind" in out else RunnerResult(out["run_secs"], None))
                 futures.append(RunnerFuture(lambda: True, lambda r=result: r))
+            if clock is not None:
+                clock(time.monotonic() - started)
             return futures
 
     return WorkerRunner()

@@ -5,8 +5,13 @@ here, after how little measuring? Onboarding answers it:
 
 1. Calibration set: a few hundred candidates over tasks the store already measured on other
    profiles, chosen to be informative. Tasks: round-robin over operator kinds (a conv, a dense,
-   a depthwise conv, ... before a second of any kind), heaviest first, so a small set covers the
-   operators a network is made of. Candidates per task: the source profile's measured
+   a depthwise conv, ... before a second of any kind), heaviest kind first, so a small set
+   covers the operators a network is made of. Within a kind, cheap tasks first: a task whose median
+   candidate took over CHEAP_MEDIAN_S on its source profile comes after every cheaper one.
+   (Measured: with the grown seed the heaviest tasks were VGG's convs and BERT's dense layers,
+   whose candidates take 20 ms-1.8 s each, ~3.7 s a candidate with the warm-up, repeats and
+   reference check; 48 of them took 3 minutes of a 2-vCPU machine. A lighter task of the same
+   operator kind teaches the same ranking.) Candidates per task: the source profile's measured
    candidates at evenly spaced quantiles of its latency, the best included, so the set holds
    both the top (what tuning needs ranked right) and the spread (the pairs a ranking learns
    from). The same schedules are re-measured here, so source and target labels of one program
@@ -35,6 +40,7 @@ from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.shipped import SHIPPED, register_shipped, require_shipped_for, shipped_for
 
 PER_TASK = 12  # candidates per calibration task: enough pairs to rank, few enough for many tasks
+CHEAP_MEDIAN_S = 0.005  # a calibration task's median candidate on its source, preferred below
 
 
 @dataclass(frozen=True)
@@ -49,10 +55,12 @@ class StoredCandidate:
 
 
 def operator_kind(task_name: str) -> str:
-    """'fused_conv2d_add_relu_1' -> 'conv2d_add_relu': the operator chain without the copy
-    number, so tasks of one kind share a key."""
-    name = re.sub(r"_\d+$", "", task_name)
-    return name.removeprefix("fused_")
+    """'fused_conv2d_add_relu_1' and 'fused_conv2d31_add2_relu2' -> 'conv2d_add_relu': the
+    operator chain without TVM's numbering (a copy number at the end, or, as TVM 0.27 names
+    tasks, one glued to each operator), so tasks of one kind share a key."""
+    ops = [re.sub(r"^(conv[123]d|[a-z]+)\d+$", r"\1", op)
+           for op in task_name.removeprefix("fused_").split("_") if not op.isdigit()]
+    return "_".join(ops)
 
 
 @dataclass(frozen=True)
@@ -122,11 +130,16 @@ def choose_calibration(db: str, target: str, target_kind: str,
         raise TenforgeError(f"no task has {PER_TASK} measured candidates on another profile "
                             "to calibrate against; load the seed first (`tenforge dataset "
                             "load-seed`)")
+
+    def priority(item: tuple) -> tuple:  # cheap to measure first, then heaviest
+        measured = item[3]
+        return (measured[len(measured) // 2][0] > CHEAP_MEDIAN_S, -item[1]["load"], item[0])
+
     kinds: dict[str, list] = {}
-    for item in sorted(usable, key=lambda u: (-u[1]["load"], u[0])):
+    for item in sorted(usable, key=priority):
         kinds.setdefault(operator_kind(item[1]["name"]), []).append(item)
-    order = []  # round-robin over operator kinds, heaviest kind and task first
-    queues = sorted(kinds.values(), key=lambda q: -q[0][1]["load"])
+    order = []  # round-robin over operator kinds, heaviest kind (all its tasks' load) first
+    queues = sorted(kinds.values(), key=lambda q: -sum(item[1]["load"] for item in q))
     while any(queues) and (len(order) + 1) * PER_TASK <= candidates:
         for queue in queues:
             if queue and (len(order) + 1) * PER_TASK <= candidates:

@@ -348,6 +348,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "tir_functions": result.tuned["tir_functions"],
         "database_dir": str(work_dir), "tvm_version": tvm_version(),
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
+        "measure_s": result.measure_s, "search_threads": result.search_threads,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
@@ -358,7 +359,8 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
     written = write_back(spec, profile, work_dir, tuning_id, report)
     return {"tuning_id": tuning_id, "network": spec.network, "hardware": profile.name,
             "cost_model": spec.cost_model, "trials": result.trials,
-            "search_s": round(result.search_s, 1),
+            "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
+            "trials_per_min": round(60 * result.trials / max(result.search_s, 1e-9), 1),
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,

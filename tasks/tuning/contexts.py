@@ -3,6 +3,7 @@ as a last postprocessor, and optionally one context per design space."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -10,9 +11,16 @@ from core.hardware import HardwareProfile
 from tasks.constraints import constraint_postproc
 
 
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity, e.g. a container's or taskset's share)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
+
+
 def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path,
                   population: int, seed: int, rules: list[Any], per_design_space: bool,
-                  on_reject: Callable[[str], None]) -> tuple[list[Any], list[int]]:
+                  on_reject: Callable[[str], None],
+                  search_threads: int = 1) -> tuple[list[Any], list[int]]:
     """MetaSchedule tune contexts for `extracted` tasks, and the task of each context.
 
     The target's default schedule rules, mutators and postprocessors, plus the resource-
@@ -21,7 +29,11 @@ def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path
     context per space, so a scheduler can give each space its own share of the budget: in the
     seed dataset the best candidate of a 3-space task lies in space 0, 1, 2 for 46, 74, 100 of
     220 tasks, so no space can be skipped, yet evolution over all of them at once tends to
-    follow whichever looks best early."""
+    follow whichever looks best early.
+
+    `search_threads`: threads of each context's evolutionary search (replaying and mutating
+    traces, ~95% of a search's time). Safe to give it every core: tenforge's runner measures
+    synchronously, so no candidate is ever timed while a search runs (tasks.schedulers)."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
     from tvm.s_tir.meta_schedule.utils import fork_seed
@@ -44,7 +56,7 @@ def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path
             mod=task.dispatched[0], target=task.target,
             space_generator=ms.space_generator.PostOrderApply(postprocs=postprocs),
             search_strategy=strategy(), task_name=task.task_name, logger=logger,
-            rand_state=rand_state, num_threads=1).clone()
+            rand_state=rand_state, num_threads=search_threads).clone()
         spaces = context.generate_design_space() if per_design_space else []
         if len(spaces) <= 1:
             contexts.append(context)
@@ -57,7 +69,8 @@ def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path
                 space_generator=ms.space_generator.ScheduleFn(
                     _replay(trace), sch_rules=[], postprocs=postprocs),
                 search_strategy=strategy(), task_name=f"{task.task_name}[space {k}]",
-                logger=logger, rand_state=rand_state + k, num_threads=1).clone())
+                logger=logger, rand_state=rand_state + k,
+                num_threads=search_threads).clone())
             context_task.append(task_id)
     return contexts, context_task
 

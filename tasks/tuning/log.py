@@ -44,6 +44,7 @@ class TuningLog:
     trials: int = 0
     errors: int = 0
     rejected_by_rules: int = 0  # candidates dropped before measurement (tasks.constraints)
+    measure_s: float = 0.0  # of the search's wall time, building and running candidates
     best: list[float] = field(default_factory=list)
     context_best: list[float] = field(default_factory=list)
     trials_per_task: list[int] = field(default_factory=list)
@@ -94,6 +95,10 @@ class TuningLog:
                     f"({60 * self.trials / max(wall, 1e-9):.1f}/min, {self.errors} errors, "
                     f"{self.rejected_by_rules} dropped by rules); "
                     f"estimated network latency {shown}")
+
+    def add_measure_time(self, seconds: float) -> None:
+        """The measurer's clock (tasks.ms_backend): the rest of the wall time is searching."""
+        self.measure_s += seconds
 
     def note_rejection(self, reason: str) -> None:
         self.rejected_by_rules += 1

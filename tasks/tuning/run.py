@@ -14,7 +14,7 @@ from core.hardware import HardwareProfile
 from tasks.constraints import rules_for
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
-from tasks.tuning.contexts import tune_contexts
+from tasks.tuning.contexts import tune_contexts, usable_cores
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
@@ -29,7 +29,9 @@ class TuningResult:
     tasks_tuned: list[str]
     trials: int
     errors: int
-    search_s: float
+    search_s: float  # the search's wall time, measuring included
+    measure_s: float  # of search_s, building and running candidates
+    search_threads: int
     stop_reason: str  # trials | deadline | interrupt | exhausted
     estimated_s: float | None
     untuned: dict[str, Any]
@@ -59,13 +61,16 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  constraints: bool = True, report: Callable[[str], None] = print,
                  on_trials: Callable[[int], None] | None = None,
-                 instant_top: int | None = None) -> TuningResult:
+                 instant_top: int | None = None,
+                 search_threads: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns.
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
-    over the tasks) out of `population` ranked by the model (tasks.instant)."""
+    over the tasks) out of `population` ranked by the model (tasks.instant).
+    `search_threads` (default: every core this process may use) run the evolutionary search;
+    measuring never overlaps it, so the measurement's thread count is the profile's alone."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -93,12 +98,14 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
                     report=report, on_trials=on_trials, budget=trials)
     instant = scheduler == "instant"
+    search_threads = search_threads or usable_cores()
     rules = rules_for(profile) if constraints and not instant else []
     contexts: list[Any] = []
     if not instant:
         contexts, context_task = tune_contexts(
             [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
-            per_design_space=scheduler == "dual", on_reject=log.note_rejection)
+            per_design_space=scheduler == "dual", on_reject=log.note_rejection,
+            search_threads=search_threads)
         log.set_contexts(context_task)
     if len(contexts) > len(chosen):
         report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
@@ -134,7 +141,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                             for c in range(len(contexts))],
                               work_dir=str(work_dir),
                               max_trials_global=trials, num_trials_per_iter=trials_per_iter,
-                              builder=ms_builder(measurer), runner=ms_runner(measurer),
+                              builder=ms_builder(measurer, log.add_measure_time),
+                              runner=ms_runner(measurer, log.add_measure_time),
                               database=database, cost_model=model,
                               measure_callbacks=[
                                   *ms.measure_callback.MeasureCallback.create("default"),
@@ -142,7 +150,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                               task_scheduler=create_scheduler(scheduler, log, seed))
         search_s = time.monotonic() - log.started
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
-               f"{search_s:.0f} s; compiling with the best schedules found")
+               f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
+               f"{search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
+               "compiling with the best schedules found")
         try:
             tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
         except (RuntimeError, WorkerFailure) as exc:
@@ -152,7 +162,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     result = TuningResult(
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
-        errors=log.errors, search_s=search_s, stop_reason=log.final_reason(),
+        errors=log.errors, search_s=search_s, measure_s=log.measure_s,
+        search_threads=search_threads, stop_reason=log.final_reason(),
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),

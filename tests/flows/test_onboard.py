@@ -25,6 +25,13 @@ def store(pretrained_store, tmp_path):
 def test_operator_kinds():
     assert operator_kind("fused_conv2d_add_relu_3") == "conv2d_add_relu"
     assert operator_kind("fused_matmul") == "matmul"
+    # TVM 0.27 numbers every operator of a fused chain
+    assert operator_kind("fused_conv2d31_subtract13_divide13_expand_dims10_multiply26_"
+                         "expand_dims10_add37") == \
+        "conv2d_subtract_divide_expand_dims_multiply_expand_dims_add"
+    assert operator_kind("fused_matmul4_add3") == operator_kind("fused_matmul_add") == \
+        "matmul_add"
+    assert operator_kind("conv3d2_add") == "conv3d_add" and operator_kind("matmul2") == "matmul"
 
 
 def test_the_calibration_set_spans_operator_kinds_and_each_tasks_range(seed_store):

@@ -3,6 +3,7 @@ tuned build really uses the tuned schedules, an unchanged request is skipped, a 
 budget stops the search, and bad requests are refused in one line before any work."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -62,6 +63,12 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     assert run["trials"] == 16 and run["tasks_tuned"] == 2 and run["tasks_total"] == 8
     assert run["tuned_functions"] == 2  # the build really used the tuned schedules
     assert run["tuned_latency_s"] < run["untuned_latency_s"]
+    # where the time went: measuring is part of the search's wall time, never all of it, and
+    # the search ran on every core this process may use (measuring never overlaps it)
+    assert 0 < run["measure_s"] < run["search_s"]
+    assert run["search_threads"] == len(os.sched_getaffinity(0))
+    assert re.search(r"\(\d+ s building and running candidates, \d+ s searching on \d+ "
+                     r"threads\)", said)
     assert manifest["tuning_id"] == run["tuning_id"] and manifest["scheduled_functions"] == 2
     records = Path(run["database_dir"]) / "database_tuning_record.json"
     assert len(records.read_text().splitlines()) == 16  # exported MetaSchedule database
