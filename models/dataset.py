@@ -258,11 +258,12 @@ def network_family(label: str) -> str:
 def dataset_from_features(features: list[np.ndarray], hardware_name: str,
                           hardware_vector: np.ndarray, latency: np.ndarray | None = None,
                           groups: np.ndarray | None = None, workload: str = "adhoc",
-                          traces: list[str] | None = None) -> Dataset:
+                          traces: list[str] | np.ndarray | None = None) -> Dataset:
     """A Dataset for candidates that are not in a store (MetaSchedule's search asks about
     schedules it just made): per-candidate (n_stores x 164) features on one hardware profile.
     `latency` (seconds, inf = failed) gives labels within each of `groups` (default: one);
-    `traces` (their trace JSON) gives models that take it the trace summary."""
+    `traces` (their trace JSON, or its summaries as rows) gives models that take it the
+    trace summary."""
     n = len(features)
     sizes = np.array([len(f) for f in features], np.int64)
     rows = (np.concatenate([np.asarray(f, np.float32).reshape(-1, FEATURE_DIM)
@@ -284,7 +285,8 @@ def dataset_from_features(features: list[np.ndarray], hardware_name: str,
         group_task_name=np.array([f"{workload}-{g}" for g in range(n_groups)]),
         group_flops=np.zeros(n_groups), hardware_names=(hardware_name,),
         hardware_features=np.asarray(hardware_vector, np.float32).reshape(1, -1),
-        trace=None if traces is None else _trace_matrix(traces))
+        trace=None if traces is None else traces if isinstance(traces, np.ndarray)
+        else _trace_matrix(traces))
 
 
 def _trace_matrix(traces: list[str]) -> np.ndarray:

@@ -15,7 +15,6 @@ the search learns the target as it goes. The loaded artifact is never modified.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,42 @@ import numpy as np
 from models.base import CostModel
 from models.dataset import dataset_from_features
 from models.registry import load_model
+from models.trace_features import DIM as TRACE_DIM
+from models.trace_features import summarize, trace_matrix
+
+# Instructions whose decision (and, for SampleCategorical, its candidate values) the trace
+# summary reads; every other instruction only counts.
+_DECIDED = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
+
+
+def trace_summary(trace: Any) -> np.ndarray:
+    """models/trace_features.py's summary of a MetaSchedule Trace object, read in place: the
+    same vector as trace_vector(its JSON), without converting every instruction to JSON
+    (that took as long as extracting the per-store features, per candidate ranked)."""
+    insts = list(trace.insts)
+
+    def steps():
+        for inst in insts:
+            kind = inst.kind.name
+            if kind not in _DECIDED:
+                yield kind, (), None
+                continue
+            decision = trace.get_decision(inst)
+            if decision is None:
+                yield kind, (), None
+            elif kind == "SamplePerfectTile":
+                yield kind, (), [int(_value(f)) for f in decision]
+            elif kind == "SampleCategorical":
+                yield kind, [[_value(v) for v in inst.attrs[0]]], int(_value(decision))
+            else:
+                yield kind, (), int(_value(decision))
+
+    return summarize(steps(), len(insts))
+
+
+def _value(x: Any) -> Any:
+    """A TVM IntImm / FloatImm's Python value (plain numbers pass through)."""
+    return getattr(x, "value", x)
 
 
 class LearnedCostModel:
@@ -37,15 +72,17 @@ class LearnedCostModel:
         self.hardware_vector = np.asarray(hardware_vector, np.float32)
         self.refit_every = refit_every
         self.strategy = strategy or ("full" if "full" in model.STRATEGIES else "residual")
-        self.seen: dict[str, tuple[list[np.ndarray], list[float], list[str]]] = {}
+        self.seen: dict[str, tuple[list[np.ndarray], list[float], list[np.ndarray]]] = {}
         # models/trace_features.py: a model trained with the trace summary needs it here too
         self.takes_traces = model.takes_traces
         self.unfit = 0
         self.refits = 0
         self.predictions = 0
 
-    def predict(self, features: list[np.ndarray], traces: list[str] | None = None
-                ) -> np.ndarray:
+    def predict(self, features: list[np.ndarray],
+                traces: list[str] | np.ndarray | None = None) -> np.ndarray:
+        """Scores (higher = faster). `traces`: each candidate's trace JSON, or their
+        summaries already computed (n x trace_features.DIM); used if the model takes them."""
         self.predictions += len(features)
         if not features:
             return np.zeros(0)
@@ -54,11 +91,12 @@ class LearnedCostModel:
         return self.model.predict(data)
 
     def update(self, task: str, features: list[np.ndarray], latencies: list[float],
-               traces: list[str] | None = None) -> None:
+               traces: list[str] | np.ndarray | None = None) -> None:
         feats, lats, seen_traces = self.seen.setdefault(task, ([], [], []))
         feats.extend(features)
         lats.extend(latencies)
-        seen_traces.extend(traces or [""] * len(features))
+        if self.takes_traces:  # kept as summaries: a refit stacks them
+            seen_traces.extend(trace_matrix(traces) if isinstance(traces, list) else traces)
         self.unfit += len(features)
         if self.unfit >= self.refit_every:
             self.refit()
@@ -77,7 +115,7 @@ class LearnedCostModel:
             traces += seen_traces
         data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
                                      np.array(latencies), np.array(groups),
-                                     traces=traces if self.takes_traces else None)
+                                     traces=np.stack(traces) if self.takes_traces else None)
         if not np.isfinite(data.latency).any():
             return
         with tempfile.TemporaryDirectory() as tmp:
@@ -107,12 +145,11 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
     def features(context, candidates) -> list[np.ndarray]:
         return [f.numpy().astype(np.float32) for f in extractor.extract_from(context, candidates)]
 
-    def traces(candidates) -> list[str] | None:
+    def traces(candidates) -> np.ndarray | None:
         if not logic.takes_traces:
             return None
-        from core.tvm_env import to_plain_json
-
-        return [json.dumps(to_plain_json(c.sch.trace.as_json())) for c in candidates]
+        return np.stack([trace_summary(c.sch.trace) for c in candidates]) if candidates \
+            else np.zeros((0, TRACE_DIM), np.float32)
 
     @derived_object
     class TenforgeCostModel(PyCostModel):

@@ -92,3 +92,26 @@ def test_a_parent_that_takes_traces_transfers(traced, seed_store, tmp_path, stra
     check_transferable(parent, target)
     child, _ = fine_tune(tmp_path / "parent", strategy, target, seed=0)
     assert child.takes_traces and np.isfinite(child.predict(target)).all()
+
+
+def test_the_tuning_adapter_reads_the_same_summary_from_the_trace_object():
+    """The search ranks thousands of schedules: the adapter summarizes each Trace in place
+    instead of converting it to JSON; the vector must be the stored trace JSON's."""
+    from core.tvm_env import load_tvm
+    from models.ms_adapter import trace_summary
+    from tasks.sampling import sample_candidates
+    from tasks.workloads import extract_network_tasks
+    from tests.conftest import LOCAL_TARGET
+
+    tvm = load_tvm(LOCAL_TARGET)
+    from tvm import s_tir
+
+    conv = next(t for t in extract_network_tasks("tiny_cnn", 1, None, LOCAL_TARGET)
+                if "conv2d" in t.task_name)
+    candidates, _ = sample_candidates(conv.mod_json, LOCAL_TARGET, 6, seed=0)
+    for candidate in candidates:
+        sch = s_tir.Schedule(tvm.ir.load_json(conv.mod_json))
+        s_tir.schedule.Trace.apply_json_to_schedule(json.loads(candidate.trace_json), sch)
+        expected = trace_vector(candidate.trace_json)
+        assert np.array_equal(trace_summary(sch.trace), expected)
+        assert expected[len(PRIMITIVES):].any()  # decisions were read, not only counts
