@@ -57,7 +57,7 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     # onboard measured which model ranks this profile best (the fine-tuned one or its parent)
     learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
     tuned = {model: retune(network=retune_network, hardware=spec.hardware, trials=retune_trials,
-                           cost_model=model, population=64, seed=seed, db=spec.db)
+                           cost_model=model, seed=seed, db=spec.db)
              for model in ("metaschedule-xgb", learned)}
     reports.pipeline_report(spec.db, retune_network, spec.hardware)
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}

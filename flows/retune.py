@@ -18,7 +18,7 @@ from tasks.tuning import Scheduler
 def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveInt = 64,
            minutes: float | None = None, cost_model: str | None = None,
            scheduler: Scheduler = "gradient",
-           flops_share: float = 0.9, population: PositiveInt = 256,
+           flops_share: float = 0.9, population: PositiveInt | None = None,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
            db: str | None = None) -> dict:
@@ -38,8 +38,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             and measure the top trials / tasks).
         flops_share: tune only the tasks that carry this share of FLOPs x occurrences.
         population: candidates the evolutionary search keeps per round (MetaSchedule's default
-            is 512; every round scores all of them with the cost model, so smaller is faster
-            and explores less).
+            is 512; every round samples, mutates and scores them, so smaller is faster and
+            explores less). Default: 8x the candidates a round measures, 64 to 256 (instant:
+            256 ranked per task).
         batch_size: the network's batch size.
         seed: seeds the search.
         force: tune even if network, profile, cost model and budget are unchanged.

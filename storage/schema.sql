@@ -169,7 +169,7 @@ CREATE TABLE tuning_runs (
     trials_budget       INTEGER NOT NULL,
     minutes_budget      DOUBLE,
     flops_share         DOUBLE NOT NULL,
-    population          INTEGER NOT NULL,     -- evolutionary search population per round
+    population          INTEGER,              -- the population asked for (NULL: per round)
     seed                INTEGER NOT NULL,
     tasks_total         INTEGER NOT NULL,
     tasks_tuned         INTEGER NOT NULL,
@@ -188,7 +188,8 @@ CREATE TABLE tuning_runs (
     rejected_by_rules   INTEGER,              -- candidates dropped unmeasured (tasks.constraints)
     stop_reason         VARCHAR,              -- trials | deadline | interrupt | exhausted
     measure_s           DOUBLE,               -- of search_s, building and running candidates
-    search_threads      INTEGER               -- threads of the evolutionary search
+    search_threads      INTEGER,              -- threads of the evolutionary search
+    search_population   INTEGER               -- the population it used per round
 );
 
 -- Best-so-far after every measured batch of a tuning run.

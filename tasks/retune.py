@@ -124,7 +124,7 @@ class RetuneSpec(Spec):
     batch_size: int
     input_size: int
     seed: int
-    population: int
+    population: int | None  # None: chosen per round (tasks.tuning.contexts.search_population)
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
 
@@ -146,7 +146,7 @@ def _loaded(path: str, _mtime_ns: int) -> bool:
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
-                    population: int = 256, out: str | None = None,
+                    population: int | None = None, out: str | None = None,
                     input_size: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
@@ -161,7 +161,9 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     check_registrable(path, workload)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
-    check_positive_ints(trials=trials, batch_size=batch_size, population=population)
+    check_positive_ints(trials=trials, batch_size=batch_size)
+    if population is not None:
+        check_positive_ints(population=population)
     if not workload.is_zoo and (batch_size != 1 or input_size is not None):
         raise TenforgeError(f"{workload.name}'s sizes come from its inputs; leave --batch-size "
                             "and --input-size out (or register it with other --input-shape "
@@ -337,7 +339,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "cost_model": spec.cost_model, "scheduler": spec.scheduler,
         "trials_budget": spec.trials, "minutes_budget": spec.minutes,
         "flops_share": spec.flops_share, "seed": spec.seed,
-        "population": spec.population,
+        "population": spec.population, "search_population": result.population,
         "tasks_total": result.tasks_total, "tasks_tuned": len(result.tasks_tuned),
         "trials": result.trials, "errors": result.errors, "search_s": result.search_s,
         "estimated_latency_s": result.estimated_s,

@@ -1,8 +1,11 @@
 -- Where a retune's time went: of search_s, how long building and running candidates took (the
--- rest is MetaSchedule's evolutionary search and the cost model), and the threads the search
--- ran on (measuring never overlaps it, so it may use every core).
+-- rest is MetaSchedule's evolutionary search and the cost model), the threads the search ran
+-- on (measuring never overlaps it, so it may use every core), and the population it used:
+-- `population` is what was asked (NULL: chosen per round, tasks/tuning/contexts.py).
 ALTER TABLE tuning_runs ADD COLUMN measure_s DOUBLE;
 ALTER TABLE tuning_runs ADD COLUMN search_threads INTEGER;
+ALTER TABLE tuning_runs ADD COLUMN search_population INTEGER;
+ALTER TABLE tuning_runs ALTER COLUMN population DROP NOT NULL;
 
 CREATE OR REPLACE VIEW v_tuning_history AS
 SELECT tuning_id, network, hardware, cost_model, scheduler, trials, trials_budget,

@@ -17,6 +17,27 @@ def usable_cores() -> int:
         else os.cpu_count() or 1
 
 
+INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
+
+
+def round_batch(trials: int, contexts: int) -> int:
+    """Candidates measured per turn of a context: what gives every context at least two turns
+    of the budget, 4 to 64 (MetaSchedule's default is 64)."""
+    return max(4, min(64, trials // (2 * max(contexts, 1))))
+
+
+def search_population(batch: int) -> int:
+    """The evolutionary search's population for rounds that measure `batch` candidates:
+    8x the batch (MetaSchedule's own ratio: 512 for 64), 64 to 256.
+
+    Why not always 256: a round's search cost grows with the population (it samples ~0.8x and
+    mutates and ranks 4x the population), its use with the batch. Measured on resnet18, 192
+    trials (16 a round), 2 cores (bench/throughput.py, docs/tuning-results.md): population 256
+    tuned at 34 trials/min, 128 at 64/min (the collect path measures 83/min), and reached the
+    same estimated latency. At 64 a round (budgets of ~800+ trials on a ResNet) it stays 256."""
+    return max(64, min(256, 8 * batch))
+
+
 def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path,
                   population: int, seed: int, rules: list[Any], per_design_space: bool,
                   on_reject: Callable[[str], None],

@@ -14,7 +14,13 @@ from core.hardware import HardwareProfile
 from tasks.constraints import rules_for
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
-from tasks.tuning.contexts import tune_contexts, usable_cores
+from tasks.tuning.contexts import (
+    INSTANT_SAMPLES,
+    round_batch,
+    search_population,
+    tune_contexts,
+    usable_cores,
+)
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
@@ -32,6 +38,7 @@ class TuningResult:
     search_s: float  # the search's wall time, measuring included
     measure_s: float  # of search_s, building and running candidates
     search_threads: int
+    population: int  # the evolutionary search's per round (instant: candidates ranked per task)
     stop_reason: str  # trials | deadline | interrupt | exhausted
     estimated_s: float | None
     untuned: dict[str, Any]
@@ -57,7 +64,8 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
                  trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
-                 trials_per_iter: int | None = None, population: int = 256, seed: int = 0,
+                 trials_per_iter: int | None = None, population: int | None = None,
+                 seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  constraints: bool = True, report: Callable[[str], None] = print,
                  on_trials: Callable[[int], None] | None = None,
@@ -65,7 +73,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  search_threads: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
-    per turn of a task) defaults to what gives every tuned task at least two turns.
+    per turn of a task) defaults to what gives every tuned task at least two turns, and
+    `population` to 8x that (tuning.contexts.search_population).
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks) out of `population` ranked by the model (tasks.instant).
@@ -99,6 +108,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     report=report, on_trials=on_trials, budget=trials)
     instant = scheduler == "instant"
     search_threads = search_threads or usable_cores()
+    if instant:
+        population = population or INSTANT_SAMPLES
+    else:  # the rounds' batch as the tasks give it (the dual scheduler splits tasks further)
+        population = population or search_population(
+            trials_per_iter or round_batch(trials, len(chosen)))
     rules = rules_for(profile) if constraints and not instant else []
     contexts: list[Any] = []
     if not instant:
@@ -112,7 +126,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if rules:
         report("resource-constraint rules: " + ", ".join(map(str, rules)))
     if trials_per_iter is None:  # every context gets at least two rounds of the budget
-        trials_per_iter = max(4, min(64, trials // (2 * max(len(contexts), 1))))
+        trials_per_iter = round_batch(trials, len(contexts))
+    if not instant:
+        report(f"search: {trials_per_iter} candidates measured per round, out of a population "
+               f"of {population}, on {search_threads} threads")
     model: Any = "xgb"
     if cost_model != "xgb" and not instant:
         from models.ms_adapter import learned_cost_model
@@ -163,7 +180,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
         errors=log.errors, search_s=search_s, measure_s=log.measure_s,
-        search_threads=search_threads, stop_reason=log.final_reason(),
+        search_threads=search_threads, population=population, stop_reason=log.final_reason(),
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),

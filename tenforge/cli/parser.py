@@ -232,8 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "with the learned model, measure the top trials/tasks)")
     p.add_argument("--flops-share", type=float, default=0.9,
                    help="tune the tasks that carry this share of FLOPs x occurrences")
-    p.add_argument("--population", type=_positive, default=256,
-                   help="evolutionary search population per round (smaller: faster rounds)")
+    p.add_argument("--population", type=_positive, default=None,
+                   help="evolutionary search population per round (default: 8x the "
+                        "candidates a round measures, 64 to 256; instant: 256 ranked per "
+                        "task; smaller: faster rounds)")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--input-size", type=_positive, default=None,
                    help="zoo networks: image side / sequence length (default: the network's "

@@ -30,6 +30,15 @@ def test_select_tasks_keeps_one_task_and_checks_the_share():
         select_tasks(TASKS, 0.0)
 
 
+def test_the_population_follows_the_rounds_batch_within_bounds():
+    from tasks.tuning.contexts import round_batch, search_population
+
+    assert round_batch(192, 6) == 16 and search_population(16) == 128  # bench/throughput.py
+    assert round_batch(2000, 6) == 64 and search_population(64) == 256  # large budgets: as before
+    assert round_batch(8, 2) == 4 and search_population(4) == 64  # never below 64
+    assert round_batch(1, 50) == 4  # a round measures at least 4
+
+
 def test_tuning_log_estimates_once_every_task_has_a_valid_run():
     lines = []
     log = TuningLog(["a", "b"], [2.0, 1.0], report=lines.append)
