@@ -10,7 +10,8 @@ profile this bench:
    90% of FLOPs x occurrences) into a fresh store: the collect path's candidates/min;
 2. retunes the network for `--trials` trials per variant and seed: trials/min (trials over the
    search's wall time), the share of it spent building and running candidates, and the
-   estimated latency reached (is the faster search as good?).
+   estimated latency reached (is the faster search as good?), at the end and after the
+   shortest run's search time (the same wall time for every run).
 
 A variant is `t<threads>:p<population>`, threads a number or `all` (every core this process
 may use), e.g. `t1:p256` (the search before issue 15: one thread, population 256).
@@ -71,6 +72,14 @@ def collect_rate(network: str, profile, db: str, per_task: int, seed: int) -> di
                            report=lambda line: None)
 
 
+def _estimate_at(result, seconds: float) -> float | str:
+    """The run's estimated latency (ms) after `seconds` of search, '-' if not all tasks had a
+    measurement by then."""
+    reached = [p.estimated_s for p in result.curve
+               if p.estimated_s is not None and p.wall_s <= seconds + 1e-9]
+    return round(min(reached) * 1e3, 3) if reached else "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--network", default="resnet18")
@@ -100,7 +109,7 @@ def main() -> None:
           f"measuring = {rate} candidates/min ({time.monotonic() - started:.0f} s with "
           "sampling)", flush=True)
 
-    rows, per_variant = [], {}
+    rows, per_variant, results = [], {}, []
     for label, threads, population in variants:
         for seed in seeds:
             result = tune_network(args.network, profile, work / f"{label}-{seed}".replace(":", ""),
@@ -109,6 +118,7 @@ def main() -> None:
                                   report=lambda line: None)
             per_min = 60 * result.trials / result.search_s
             per_variant.setdefault(label, []).append((per_min, result.estimated_s))
+            results.append(result)
             rows.append((label, seed, result.trials, round(result.search_s, 1),
                          round(result.measure_s, 1),
                          f"{result.measure_s / result.search_s:.0%}", round(per_min, 1),
@@ -117,11 +127,16 @@ def main() -> None:
             print(f"{label} seed {seed}: {result.trials} trials in {result.search_s:.0f} s "
                   f"({per_min:.1f}/min, {per_min / rate:.0%} of collect), est. "
                   f"{(result.estimated_s or float('nan')) * 1e3:.3f} ms", flush=True)
+    # the same wall time for every run: the shortest search's (a faster search may reach a
+    # better estimate in the time a slower one took for fewer trials, or a worse one)
+    same_time = min(r.search_s for r in results)
+    rows = [(*row, _estimate_at(result, same_time)) for row, result in zip(rows, results)]
     print()
     print(f"collect path: {rate} candidates/min ({collected['measured']} candidates, "
           f"{args.collect} per task)")
     print(format_table(["variant", "seed", "trials", "search s", "measuring s", "measuring",
-                        "trials/min", "vs collect", "est. ms"], rows))
+                        "trials/min", "vs collect", "est. ms",
+                        f"est. ms at {same_time:.0f} s"], rows))
     print()
     print(format_table(
         ["variant", "median trials/min", "vs collect", "median est. ms", "est. ms spread"],
