@@ -36,12 +36,12 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from core.procs import usable_cores  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.collect import measure_pending, network_task_ids, sample_task  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.shipped import require_shipped_for  # noqa: E402
 from tasks.tuning import TaskShare, select_tasks, tune_network  # noqa: E402
-from tasks.tuning.contexts import usable_cores  # noqa: E402
 from tasks.workloads import extract_network_tasks  # noqa: E402
 
 FLOPS_SHARE = 0.9  # the retune default: the same tasks in both paths

@@ -1,4 +1,5 @@
-"""Processes by pid: is one still there (for stale-trial and service state checks)."""
+"""Processes and CPUs: is a pid still there (stale-trial and service state checks), and how many
+cores may this process use."""
 
 import os
 
@@ -14,3 +15,9 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:  # someone else's live process
         return True
     return True
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity, e.g. a container's or taskset's share)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1

@@ -25,6 +25,10 @@ _INTRINSICS_FOR = {
 }
 
 
+# Target kinds that run kernels on an accelerator (thread-bound kernels; the host CPU launches).
+GPU_TARGET_KINDS = ("cuda", "rocm", "metal", "vulkan", "opencl")
+
+
 def intrinsic_family(target: dict[str, Any] | str) -> str:
     """'x86', 'arm', 'cuda', ... for a target dict (or a target kind)."""
     if isinstance(target, str):

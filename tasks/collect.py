@@ -18,6 +18,7 @@ from core.progress import bar
 from core.spec import Spec
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.measure import MeasureJob, Measurer, MeasureResult
+from tasks.measure.measurer import default_build_workers
 from tasks.sources import Workload
 from tasks.validation import check_db_path, check_outbox, check_positive_ints, default_outbox
 
@@ -146,7 +147,7 @@ class Progress:
 def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] | None,
                     measure_batch: int, flow_run_id: str | None,
                     report: Callable[[str], None] = print,
-                    build_workers: int = 2,
+                    build_workers: int | None = None,
                     on_progress: Callable[[int, int], None] | None = None,
                     measurer_factory: Callable[..., Any] = Measurer) -> dict[str, float]:
     """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
@@ -157,6 +158,7 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     from storage.store import Store
 
     settings = profile.measure
+    build_workers = build_workers or default_build_workers()
     with Store(db) as store:
         hardware_id = store.hardware_id(profile.name)  # registered by register_network
         settings_id = store.settings_id(settings.key(), settings.as_dict())

@@ -12,20 +12,32 @@ import time
 from typing import Any, Callable, Sequence
 
 from core.hardware import HardwareProfile, MeasureSettings
+from core.procs import usable_cores
 from core.records import MeasureJob, MeasureResult
 from tasks.measure.process import Worker, WorkerFailure
 from tasks.measure.protocol import Unprepared
+
+# Builds run before a batch's timed runs, never beside them, so they may use every core; past
+# 16 the workers' start-up (a TVM import each) outweighs what they save on a batch of 16.
+MAX_BUILD_WORKERS = 16
+
+
+def default_build_workers() -> int:
+    """One build worker per usable core (2 on a 2-vCPU machine, 16 on a 16-core GPU host)."""
+    return max(1, min(MAX_BUILD_WORKERS, usable_cores()))
 
 
 class Measurer:
     """Measures batches of candidates on one hardware profile. Close it (or use `with`)."""
 
     def __init__(self, profile: HardwareProfile, settings: MeasureSettings | None = None,
-                 build_workers: int = 2):
+                 build_workers: int | None = None):
         self.profile = profile
         self.settings = settings or profile.measure
         target = profile.target
         threads = str(profile.num_threads)
+        if build_workers is None:
+            build_workers = default_build_workers()
         self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
         self.runner = Worker(target, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
         self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.tvm_env import GPU_TARGET_KINDS
+
 
 def compile_network(tvm: Any, fused: Any, database: Any, target: Any) -> tuple[Any, Any]:
     """Build a fused Relax module (tasks.workloads.import_to_relax) with the schedules of
@@ -20,7 +22,7 @@ def compile_network(tvm: Any, fused: Any, database: Any, target: Any) -> tuple[A
 
     from tvm import relax
 
-    gpu = target.kind.name in ("cuda", "rocm", "metal", "vulkan", "opencl")
+    gpu = target.kind.name in GPU_TARGET_KINDS
     backend = importlib.import_module("tvm.relax.backend."
                                       f"{'cuda' if gpu else 'cpu_generic'}.pipeline")
     applied: list[Any] = []

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from core.tvm_env import GPU_TARGET_KINDS
 from tasks.measure.network import compile_network
 from tasks.measure.protocol import Duplex, Unprepared, one_line
 
@@ -104,6 +105,14 @@ def _random_args(arg_info: list[Any], seed: int) -> list[np.ndarray]:
     return args
 
 
+def reference_target(target: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the unscheduled function runs to make a task's reference outputs: None = on the
+    target itself (a CPU, here or over RPC); for a GPU, this host's CPU (`llvm`), since an
+    unscheduled GPU kernel has no thread bindings and cannot build (on an H100 the attempt
+    crashed the worker once per task, each crash paying a worker restart)."""
+    return {"kind": "llvm"} if target["kind"] in GPU_TARGET_KINDS else None
+
+
 def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     """Inputs for a task and, if asked, the unscheduled function's outputs on them."""
     cached = _TASK_STATE.get(req["workload_hash"])
@@ -116,9 +125,11 @@ def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     inputs = _random_args(ms.arg_info.ArgInfo.from_prim_func(mod["main"]), seed=0)
     reference = None
     if req["check"]:
-        load, dev = _session(tvm, req["target"], req["runner"])
+        on_host = reference_target(req["target"])
+        load, dev = (tvm.runtime.load_module, tvm.cpu(0)) if on_host else \
+            _session(tvm, req["target"], req["runner"])
         path = os.path.join(req["artifact_dir"], f"ref-{req['workload_hash']}.so")
-        tvm.compile(mod, target=Target(req["target"])).export_library(path)
+        tvm.compile(mod, target=Target(on_host or req["target"])).export_library(path)
         tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
         load(path)["main"](*tensors)
         reference = [t.numpy() for t in tensors]

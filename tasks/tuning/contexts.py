@@ -3,19 +3,11 @@ as a last postprocessor, and optionally one context per design space."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 from core.hardware import HardwareProfile
 from tasks.constraints import constraint_postproc
-
-
-def usable_cores() -> int:
-    """CPUs this process may run on (its affinity, e.g. a container's or taskset's share)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else os.cpu_count() or 1
-
 
 INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
 

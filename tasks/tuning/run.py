@@ -11,6 +11,7 @@ import numpy as np
 
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
+from core.procs import usable_cores
 from tasks.constraints import rules_for
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
@@ -19,7 +20,6 @@ from tasks.tuning.contexts import (
     round_batch,
     search_population,
     tune_contexts,
-    usable_cores,
 )
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks

@@ -150,3 +150,21 @@ def test_rpc_runner_measures_on_a_remote_device(profile):
     for result in results:
         assert result.error_kind is None, result.error_msg
         assert result.verified is True and result.run_secs
+
+
+def test_gpu_reference_outputs_are_made_on_the_host_cpu(tmp_path):
+    # An unscheduled GPU kernel has no thread bindings and cannot build (on an H100 the attempt
+    # crashed the worker once per task): a CUDA task's reference comes from this host's CPU, so
+    # this runs on a machine without a GPU too.
+    from tasks.measure import worker
+
+    a = te.placeholder((16,), name="A")
+    b = te.compute((16,), lambda i: a[i] * 2.0 + 1.0, name="B")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b])})
+    req = {"op": "prepare", "workload_hash": "0xgpu-reference", "mod_json": tvm.ir.save_json(mod),
+           "target": {"kind": "cuda", "arch": "sm_90a"}, "runner": {"kind": "local"},
+           "artifact_dir": str(tmp_path), "check": True}
+    assert worker._do_prepare(tvm, req) == {"checked": True}
+    state = worker._TASK_STATE["0xgpu-reference"]
+    assert (state["reference"][1] == state["inputs"][0] * 2.0 + 1.0).all()
+    assert worker.reference_target({"kind": "llvm", "mcpu": "znver3"}) is None
