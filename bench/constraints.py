@@ -1,13 +1,14 @@
 """What the resource-constraint rules (tasks.constraints) would have dropped from the seed.
 
-For every hardware profile in the store, grouped by ISA family: re-derive each measured candidate's schedule from its
-trace, ask the profile's rules, and compare what they reject with the measured labels
-(label = task's best latency / candidate's latency; 1 = the task's best). A good rule rejects
-many candidates, with low labels, and never a task's best. The rule's threshold was chosen by
-looking at the tasks with an even task id on the AVX2 profile; `--tasks odd` is the held-out
-check.
+For every hardware profile in the store, grouped by ISA family: re-derive each measured
+candidate's schedule from its trace, ask the profile's rules, and compare what they reject with
+the measured labels (label = task's best latency / candidate's latency; 1 = the task's best).
+A good rule rejects many candidates, with low labels, and never a task's best. The rule's
+threshold was chosen by looking at the tasks with an even task id on the AVX2 profile;
+`--tasks odd` is the held-out check.
 
     .venv/bin/python bench/constraints.py [--db STORE] [--tasks all|even|odd] [--per-task 64]
+        [--hardware P1,P2]
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def main() -> None:
     parser.add_argument("--db", help="store (default: the seed, loaded into a temp store)")
     parser.add_argument("--tasks", choices=sorted(PARITY), default="all")
     parser.add_argument("--per-task", type=int, default=64)
+    parser.add_argument("--hardware", help="comma-separated profiles (default: every one in the "
+                        "store)")
     args = parser.parse_args()
     db = args.db or str(Path(tempfile.mkdtemp(prefix="tenforge-constraints-")) / "seed.duckdb")
     if args.db is None:
@@ -101,7 +104,10 @@ def main() -> None:
     with Store(db, read_only=True) as store:
         profiles = store.query("SELECT name, target_kind, features_json FROM hardware "
                                "ORDER BY name")
+        wanted = set(args.hardware.split(",")) if args.hardware else None
         for name, kind, features_json in profiles:
+            if wanted is not None and name not in wanted:
+                continue
             features = json.loads(features_json)
             # every rule, also where it is off by default: this is where the evidence comes from
             rules = rules_for_target(kind, features, only_validated=False)
