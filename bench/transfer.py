@@ -13,6 +13,7 @@ training data kept, whole tasks by importance or an equal cap per task, vs the s
 (XGBoost, by_task split over every profile).
 
     .venv/bin/python bench/transfer.py [--family mlp] [--ns 0,50,200,1000,all] [--repeats 3]
+        [--source P] [--target P] [--no-pruning]
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="sample draws per N")
     parser.add_argument("--fractions", default="1.0,0.75,0.5,0.35")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-pruning", action="store_true", help="only the transfer table")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tenforge-transfer-"))
@@ -151,6 +153,8 @@ def main() -> None:
               f"{best[0] / ref:.3f} x scratch-on-all ({ref:.4f}) [target >= 0.95]; "
               f"{best[0] - base:+.4f} vs scratch on the same 200 ({base:.4f}) [target >= +0.10]")
 
+    if args.no_pruning:
+        return
     # ---- pruning: every profile, by_task, XGBoost
     everything = load_dataset(db, DataSpec(hardware=tuple(sorted({args.source, args.target}))))
     split = make_split(everything, SplitSpec("by_task", seed=args.seed, test_fraction=0.25,

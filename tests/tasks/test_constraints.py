@@ -6,6 +6,8 @@ import pytest
 
 from core.hardware import HardwareProfile
 from tasks.constraints import (
+    REFUSED_ON,
+    VALIDATED_ON,
     NarrowVectors,
     first_rejection,
     isa_family,
@@ -76,6 +78,10 @@ def test_rules_follow_the_profiles_vector_width():
 
 def test_a_rule_is_on_only_where_it_was_validated():
     assert [isa_family("llvm", f) for f in (AVX512, AVX2, SSE42)] == ["avx512", "avx2", "sse42"]
-    # AVX-512: no validation data yet, so off by default; the bench still judges it
+    # AVX-512: its data said no (REFUSED_ON), so off by default; the bench still judges it
     assert rules_for(cpu(AVX512)) == []
     assert rules_for_target("llvm", AVX512, only_validated=False) == [NarrowVectors(8)]
+    # a family is never both validated and refused for one rule
+    for rule, families in REFUSED_ON.items():
+        assert not set(families) & set(VALIDATED_ON.get(rule, {}))
+    assert "avx512" in REFUSED_ON[NarrowVectors]
