@@ -71,6 +71,9 @@ def main() -> None:
     parser.add_argument("--target", default=None,
                         help="target profile (default: the one with the next most data)")
     parser.add_argument("--family", default="mlp")
+    parser.add_argument("--scratch-family", default=None,
+                        help="family trained from scratch on the N samples (default: --family; "
+                        "metaschedule_xgb = MetaSchedule's XGB, onboard's baseline)")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--ns", default="0,50,200,1000,all")
     parser.add_argument("--repeats", type=int, default=3, help="sample draws per N")
@@ -125,7 +128,8 @@ def main() -> None:
         per_method: dict[str, list] = {}
         for r in range(draws):
             chosen = target.subset(sample_by_task(target, pool, n, args.seed + r))
-            scratch = create_model(args.family, seed=args.seed + r, **params)
+            scratch = create_model(args.scratch_family or args.family, seed=args.seed + r,
+                                   **({} if args.scratch_family else params))
             info = scratch.fit(chosen)
             per_method.setdefault("scratch", []).append(
                 {**scores(scratch, test), "train_s": info["train_s"]})
@@ -138,7 +142,8 @@ def main() -> None:
             m = mean_rows(runs)
             results[(n_text, method)] = m
             rows.append((n_text if n_text == "all" else str(n),
-                         "from scratch" if method == "scratch" else f"fine-tune: {method}",
+                         f"from scratch: {args.scratch_family or args.family}"
+                         if method == "scratch" else f"fine-tune: {method}",
                          *(round(m[k], 4) for k in METRICS), round(m["train_s"], 1)))
         print(f"N={n_text} done", flush=True)
     rows = [tuple(round(v, 4) if isinstance(v, float) else v for v in r) for r in rows]
