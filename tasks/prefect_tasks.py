@@ -41,8 +41,7 @@ def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str 
                status: str, summary: dict | None = None) -> None:
     """Start (summary None) or finish a row in the store's `runs` table (provenance). The
     first write of every flow: the default data/ folder is made here, not in validation."""
-    from importlib.metadata import version
-
+    from core.paths import tenforge_version
     from core.tvm_env import tvm_version
     from storage.store import Store
     from tasks.hardware import this_host
@@ -51,7 +50,7 @@ def record_run(db: str, run_id: str, flow: str, parameters: dict, hardware: str 
     with Store(prepare_db_path(db)) as store:
         if summary is None:
             store.start_run(run_id, flow, parameters, hardware=hardware, host=this_host(),
-                            tvm_version=tvm_version(), tenforge_version=version("tenforge"))
+                            tvm_version=tvm_version(), tenforge_version=tenforge_version())
         else:
             store.finish_run(run_id, status, summary)
 
