@@ -45,6 +45,12 @@ def target_kinds(store: Store, profiles: Sequence[str]) -> set[str]:
                                       "(SELECT unnest(?::VARCHAR[]))", [list(profiles)])}
 
 
+def stored_target(store: Store, profile: str) -> tuple[str, str] | None:
+    """(target kind, arch) of a profile the store holds data of, or None."""
+    row = store.query("SELECT target_kind, arch FROM hardware WHERE name = ?", [profile])
+    return (str(row[0][0]), str(row[0][1] or "")) if row else None
+
+
 def network_names(store: Store) -> set[str]:
     return {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
 

@@ -31,12 +31,11 @@ def resolve_model(ref: str, db: str, hardware: str = "local") -> ModelRef:
     ships for `hardware`'s kind of CPU."""
     from models.base import META_FILE
     from storage.store import Store
-    from tasks.hardware import resolve_profile
-    from tasks.shipped import SHIPPED, require_shipped_for
+    from tasks.shipped import SHIPPED, require_shipped_for_target
 
     folder = Path(ref)
     if ref == SHIPPED:
-        folder = require_shipped_for(resolve_profile(hardware)).path
+        folder = require_shipped_for_target(hardware, *_target_of(hardware, db)).path
     model_id = None  # an artifact folder names itself (its lineage, else its folder)
     if not (folder / META_FILE).is_file():
         if not Path(db).exists():
@@ -56,6 +55,27 @@ def resolve_model(ref: str, db: str, hardware: str = "local") -> ModelRef:
                     spec.get("extractor", "per_store_feature_v1"),
                     {"data_spec": spec, "split": lineage.get("split") or {},
                      "networks": lineage.get("trained_networks")})
+
+
+def _target_of(hardware: str, db: str) -> tuple[str, str]:
+    """(target kind, arch) of a profile named here, or else of one the store holds data of:
+    a fleet's central store scores models on machines it cannot run itself."""
+    from storage.queries import stored_target
+    from storage.store import Store
+    from tasks.hardware import resolve_profile
+
+    try:
+        profile = resolve_profile(hardware)
+        return profile.target_kind, profile.arch
+    except TenforgeError as unknown_here:
+        if not Path(db).exists():
+            raise
+        with Store(db, read_only=True) as store:
+            found = stored_target(store, hardware)
+        if found is None:
+            raise TenforgeError(f"{unknown_here}; nor does the store {db} hold data of it") \
+                from None
+        return found
 
 
 def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),

@@ -55,17 +55,27 @@ def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
 
 def shipped_for(profile: HardwareProfile) -> ShippedModel | None:
     """The newest shipped model trained on this kind of target and CPU architecture."""
+    return shipped_for_target(profile.target_kind, profile.arch)
+
+
+def shipped_for_target(target_kind: str, arch: str) -> ShippedModel | None:
     return next((m for m in shipped_models()
-                 if m.target_kind == profile.target_kind and m.arch == profile.arch), None)
+                 if m.target_kind == target_kind and m.arch == arch), None)
 
 
 def require_shipped_for(profile: HardwareProfile) -> ShippedModel:
-    found = shipped_for(profile)
+    return require_shipped_for_target(profile.name, profile.target_kind, profile.arch)
+
+
+def require_shipped_for_target(name: str, target_kind: str, arch: str) -> ShippedModel:
+    """The shipped model for profile `name` of this target kind and arch, or a one-line error
+    naming what is shipped."""
+    found = shipped_for_target(target_kind, arch)
     if found is None:
         have = ", ".join(f"{m.model_id} ({m.target_kind}, {m.arch})" for m in shipped_models())
-        raise TenforgeError(f"no shipped model for {profile.name} ({profile.target_kind}, "
-                            f"{profile.arch}); shipped: {have or 'none'}. Train one here: "
-                            "`tenforge collect`, then `tenforge search`")
+        raise TenforgeError(f"no shipped model for {name} ({target_kind}, {arch}); shipped: "
+                            f"{have or 'none'}. Train one here: `tenforge collect`, then "
+                            "`tenforge search`")
     return found
 
 

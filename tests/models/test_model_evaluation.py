@@ -17,6 +17,7 @@ def answers(pretrained_store, tmp_path_factory):
     """Every request of this module through the CLI's main(), in one process."""
     db, model_id = pretrained_store
     empty = str(tmp_path_factory.mktemp("empty") / "none.duckdb")
+    elsewhere = _a_cpu_only_the_store_knows(db)
     cases = [
         ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--json", "--db", db],
         ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--networks",
@@ -25,9 +26,24 @@ def answers(pretrained_store, tmp_path_factory):
         ["models", "evaluate", model_id, "--networks", "alexnet", "--db", db],
         ["models", "evaluate", model_id, "--hardware", "cpu-never-measured-1t", "--db", db],
         ["models", "evaluate", model_id, "--db", empty],
+        ["models", "evaluate", "shipped", "--hardware", elsewhere, "--json", "--db", db],
+        ["models", "evaluate", "shipped", "--hardware", "tpu-v9", "--db", db],
     ]
-    return dict(zip(["json", "table", "unknown", "network", "hardware", "no store"],
-                    run_cli_table(cases)))
+    return dict(zip(["json", "table", "unknown", "network", "hardware", "no store",
+                     "shipped elsewhere", "shipped nowhere"], run_cli_table(cases)))
+
+
+def _a_cpu_only_the_store_knows(db):
+    """An x86 profile the seed holds data of that this machine does not know (the seed comes
+    from more than one machine, so whatever CPU runs this, one of them is another's)."""
+    from storage.store import Store
+    from tasks.hardware import all_profiles
+
+    here = set(all_profiles())
+    with Store(db, read_only=True) as store:
+        stored = [n for (n,) in store.query("SELECT name FROM hardware WHERE target_kind = "
+                                            "'llvm' AND arch = 'x86_64' ORDER BY name")]
+    return next(n for n in stored if n not in here)
 
 
 def _top1_by_hand(db, model_id, network):
@@ -89,7 +105,17 @@ def test_the_table_names_the_model_its_networks_and_the_mean(answers, pretrained
     assert "pairwise" in table["stdout"]
 
 
+def test_the_shipped_model_scores_a_cpu_this_machine_cannot_run(answers):
+    # a fleet's central store scores models on every machine's data, not only its own
+    answer = answers["shipped elsewhere"]
+    assert answer["code"] == 0, answer["stderr"][-2000:]
+    result = json.loads(answer["stdout"])
+    assert result["model"].startswith("shipped-") and len(result["hardware"]) == 1
+    assert 0 < result["mean_network_top1"] <= 1
+
+
 @pytest.mark.parametrize("case, message", [
+    ("shipped nowhere", "nor does the store"),
     ("unknown", "no model 'no-such-model'"),
     ("network", "network alexnet has no data"),
     ("hardware", "hardware cpu-never-measured-1t has no data"),
