@@ -225,10 +225,10 @@ def shipped_parent(db: str, hardware: str, asked: bool = False) -> str | None:
 
 @task(name="source-profiles")
 def source_profiles(db: str, hardware: str) -> list[str]:
-    """Every profile with measurements in the store except `hardware`."""
-    from tasks.training import default_hardware
+    """Every other profile with measurements of `hardware`'s target kind (tasks.training)."""
+    from tasks.training import source_profiles_for
 
-    return [h for h in default_hardware(db) if h != hardware]
+    return source_profiles_for(db, hardware)
 
 
 @task(name="model-for-tuning", task_run_name="model retune would use on {hardware}")

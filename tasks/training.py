@@ -35,6 +35,21 @@ def default_hardware(db: str) -> list[str]:
     return names
 
 
+def source_profiles_for(db: str, hardware: str) -> list[str]:
+    """The profiles to pre-train a model for `hardware` on: every other profile with
+    measurements of the same target kind (a CPU model learns from CPUs: a GPU schedule's
+    features describe thread bindings and shared memory, not vectors and caches), or every
+    other profile where none is of that kind."""
+    from storage.queries import stored_target
+    from tasks.hardware import resolve_profile
+
+    kind = resolve_profile(hardware).target_kind
+    others = [h for h in default_hardware(db) if h != hardware]
+    with Store(db, read_only=True) as store:
+        same = [h for h in others if (stored_target(store, h) or ("",))[0] == kind]
+    return same or others
+
+
 def artifact_dir(db: str) -> Path:
     """Model artifacts live next to the store: <store folder>/models/."""
     return Path(db).resolve().parent / "models"

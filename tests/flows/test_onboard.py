@@ -34,6 +34,19 @@ def test_operator_kinds():
     assert operator_kind("conv3d2_add") == "conv3d_add" and operator_kind("matmul2") == "matmul"
 
 
+def test_a_cpu_pretrains_on_the_stores_other_cpus_not_its_gpus(seed_store):
+    from tasks.training import source_profiles_for
+
+    with Store(seed_store, read_only=True) as store:
+        kinds = dict(store.query("SELECT name, target_kind FROM hardware"))
+    assert {"llvm", "cuda"} <= set(kinds.values())  # the seed holds a GPU's data too
+    here = resolve_profile("local")
+    sources = source_profiles_for(seed_store, here.name)
+    assert sources and here.name not in sources
+    assert {kinds[s] for s in sources} == {"llvm"}
+    assert set(sources) == {n for n, k in kinds.items() if k == "llvm"} - {here.name}
+
+
 def test_the_calibration_set_spans_operator_kinds_and_each_tasks_range(seed_store):
     target = resolve_profile("local")
     chosen = choose_calibration(seed_store, "never-measured", target.target_kind, 96)
