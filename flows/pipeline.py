@@ -50,9 +50,13 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     new_hardware = not t.has_measurements(spec.db, spec.hardware)
     summary = collect(hardware=spec.hardware, networks=list(spec.networks),
                       candidates_per_task=candidates_per_task, seed=seed, db=spec.db)
-    found = search(families=["xgb", "mlp"], trials=search_trials,
-                   time_budget_s=search_budget_s, max_epochs=10, seed=seed, db=spec.db)
-    adapted = _pretrain_and_adapt(spec.db, spec.hardware, found["model_id"], seed,
+    # the search, the pre-training and the adaptation all learn from this target kind's data
+    # (CPUs for a CPU): the seed also holds a GPU's, whose features mean other things
+    sources = t.source_profiles(spec.db, spec.hardware)
+    found = search(hardware=[spec.hardware, *sources], families=["xgb", "mlp"],
+                   trials=search_trials, time_budget_s=search_budget_s, max_epochs=10,
+                   seed=seed, db=spec.db)
+    adapted = _pretrain_and_adapt(spec.db, spec.hardware, sources, found["model_id"], seed,
                                   calibration_candidates if new_hardware else None)
     # onboard measured which model ranks this profile best (the fine-tuned one or its parent)
     learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
@@ -63,12 +67,12 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 
 
-def _pretrain_and_adapt(db: str, hardware: str, winner: str, seed: int,
+def _pretrain_and_adapt(db: str, hardware: str, sources: list[str], winner: str, seed: int,
                         calibration: int | None) -> dict | None:
-    """Pre-train the search winner's configuration on every other profile (the seed's), then
-    adapt it to `hardware`: onboard it (calibration set, fine-tune, three-way accuracy) when it
-    had no data before this run, else fine-tune on all of its measurements."""
-    sources = t.source_profiles(db, hardware)
+    """Pre-train the search winner's configuration on the `sources` profiles (the seed's of
+    this target kind), then adapt it to `hardware`: onboard it (calibration set, fine-tune,
+    three-way accuracy) when it had no data before this run, else fine-tune on all of its
+    measurements."""
     if not sources:
         print("no other profile's data in the store: skipping pretrain -> transfer")
         return None
