@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.errors import TenforgeError
-from storage.seed import load_shard, read_shard
+from storage.seed import defer_checkpoints, load_shard, read_shard
 from storage.store import Store
 
 
@@ -76,6 +76,7 @@ def ingest_shards(db: str | Path, sources: list[str | Path],
     shards = {digest: read_shard(manifest) for digest, (_, manifest) in new.items()}
     added = 0
     with Store(db) as store:
+        defer_checkpoints(store)
         for number, (digest, (source, manifest)) in enumerate(new.items(), 1):
             meta, cands, tasks = shards[digest]
             with store.transaction():

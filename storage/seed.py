@@ -315,6 +315,17 @@ def load_shard(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: p
     return added
 
 
+BULK_CHECKPOINT_THRESHOLD = "1GB"  # WAL size before DuckDB checkpoints, while loading shards
+
+
+def defer_checkpoints(store: Store) -> None:
+    """Checkpoint once at close, not at every shard's commit: DuckDB checkpoints whenever its
+    WAL passes 16 MB, and each one rewrote the growing tables (loading the 40-shard seed: 24.7 s
+    -> 13.8 s on this 2-vCPU VM). Each shard still commits on its own, so a killed load keeps
+    the shards it finished."""
+    store.con.execute(f"SET checkpoint_threshold = '{BULK_CHECKPOINT_THRESHOLD}'")
+
+
 def load_shards(db: str | Path, seed_dir: str | Path = SEED_DIR,
                 hardware: list[str] | None = None, progress: Any = print) -> dict[str, Any]:
     """Load every shard under `seed_dir` (optionally only some profiles) into store `db`."""
@@ -330,6 +341,7 @@ def load_shards(db: str | Path, seed_dir: str | Path = SEED_DIR,
     shards = [read_shard(path) for path in manifests]  # every checksum before any write
     added = 0
     with Store(db) as store:
+        defer_checkpoints(store)
         for number, (path, (manifest, cands, tasks)) in enumerate(zip(manifests, shards), 1):
             with store.transaction():
                 added += load_shard(store, manifest, cands, tasks)
