@@ -80,14 +80,12 @@ def register_truncated_model(db: str) -> None:
     disk that filled up, a copy that stopped)."""
     from models.dataset import DataSpec, load_dataset
     from models.registry import create_model
+    from storage.queries import measured_inventory, measured_profiles
 
     with Store(db, read_only=True) as store:
-        # a profile that measured tiny_cnn (not every profile of the seed did)
-        hardware = store.scalar(
-            "SELECT h.name FROM measurements m JOIN candidates c USING (candidate_id) "
-            "JOIN hardware h USING (hardware_id) JOIN network_tasks nt ON nt.task_id = "
-            "c.task_id JOIN networks n USING (network_id) WHERE n.name = 'tiny_cnn' "
-            "GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
+        # a profile with featurized tiny_cnn measurements (not every profile of the seed has)
+        hardware = next(h for h in measured_profiles(store) if measured_inventory(
+            store, [h], ["tiny_cnn"], DataSpec(hardware=(h,)).extractor)[0])
     data = load_dataset(db, DataSpec(hardware=(hardware,), networks=("tiny_cnn",)))
     model = create_model("xgb", n_estimators=5)
     model.fit(data)
