@@ -106,8 +106,9 @@ def cmd_dataset_load_seed(args: argparse.Namespace) -> int:
 
     summary = load_shards(str(prepare_db_path(args.db)), args.source,
                           profile_names(args.hardware))
+    before = f", {summary['loaded_before']} loaded before" if summary["loaded_before"] else ""
     print(f"loaded {summary['shards']} seed shards ({summary['measurements_added']} new "
-          f"measurements) into {summary['db']} in {summary['seconds']} s")
+          f"measurements{before}) into {summary['db']} in {summary['seconds']} s")
     return 0
 
 

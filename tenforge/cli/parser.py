@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default="local")
     p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"])
     p.add_argument("--candidates", type=_positive, default=4, help="candidates per task")
+    p.add_argument("--search-trials", type=_positive, default=4,
+                   help="trials of the small model search (xgb, mlp)")
     p.add_argument("--retune-trials", type=_positive, default=16,
                    help="measured candidates per retune at the end")
     p.add_argument("--calibration", type=_positive, default=96,

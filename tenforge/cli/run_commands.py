@@ -23,13 +23,15 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from tasks.pipeline import validate_pipeline
 
     spec = validate_pipeline(args.db, args.hardware, args.networks, args.candidates, args.seed,
+                             search_trials=args.search_trials,
                              retune_trials=args.retune_trials,
                              calibration_candidates=args.calibration)
     from flows.pipeline import pipeline
 
     pipeline(hardware=args.hardware, networks=args.networks,
              candidates_per_task=args.candidates, seed=args.seed, db=spec.db,
-             retune_trials=args.retune_trials, calibration_candidates=args.calibration)
+             search_trials=args.search_trials, retune_trials=args.retune_trials,
+             calibration_candidates=args.calibration)
     return 0
 
 

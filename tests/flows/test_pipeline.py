@@ -9,9 +9,11 @@ from tests.conftest import run_cli
 
 @pytest.mark.slow
 def test_pipeline_on_a_fresh_store(db):
-    # The README's job with CI-sized steps: the smallest calibration set and short retunes.
-    result = run_cli("pipeline", "--candidates", "2", "--calibration", "48",
-                     "--retune-trials", "8", "--db", db, ephemeral=True)  # as ./run pipeline
+    # The README's job with CI-sized steps: one small network, two search trials, the smallest
+    # calibration set and short retunes.
+    result = run_cli("pipeline", "--networks", "mlp", "--candidates", "2", "--search-trials",
+                     "2", "--calibration", "48", "--retune-trials", "8", "--db", db,
+                     ephemeral=True)  # as ./run pipeline
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout + result.stderr
     with Store(db, read_only=True) as store:

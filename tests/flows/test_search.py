@@ -15,7 +15,10 @@ from models.splits import SplitSpec, make_split
 from storage.store import Store
 from tests.conftest import assert_refused, run_cli, run_cli_table
 
-ARGS = ["--families", "xgb,mlp", "--max-epochs", "3", "--time-budget", "300", "--seed", "1"]
+# one profile of the seed (~10k candidates, a third of it): the flow, not the data size, is tested
+DATA = ["--hardware", "cpu-znver3-sse42-1t"]
+ARGS = [*DATA, "--families", "xgb,mlp", "--max-epochs", "3", "--time-budget", "300", "--seed",
+        "1"]
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def test_search_registers_the_best_model_and_resumes(store):
         assert s.scalar("SELECT count(*) FROM search_trials") == 4
         assert s.scalar("SELECT count(*) FROM models") == 2
 
-    clash = run_cli("search", "--families", "lgbm", "--max-epochs", "3", "--seed", "1",
+    clash = run_cli("search", *DATA, "--families", "lgbm", "--max-epochs", "3", "--seed", "1",
                     "--db", store)
     assert clash.returncode == 2
     assert "exists with another search space" in clash.stderr.strip().splitlines()[-1]
