@@ -159,18 +159,23 @@ def test_a_fleet_two_joined_workers_with_their_own_stores_ingested_centrally(ser
     """Two more machines on this host, each with its own hardware declaration, its own store
     and outbox, join the server; their collect deployments run on their workers; the ingest
     deployment loads both outboxes into a third store, with nothing lost or duplicated."""
+    from concurrent.futures import ThreadPoolExecutor
+
     machines = {}
     for name, mcpu in (("fleet-a", "x86-64"), ("fleet-b", "x86-64-v2")):
         home = tmp_path / name
         home.mkdir()
         (home / "hardware.toml").write_text(FLEET_PROFILE.format(name=name, mcpu=mcpu))
-        env = {"TENFORGE_SERVICE_DIR": str(home / "service"),
-               "TENFORGE_HARDWARE": str(home / "hardware.toml"),
-               "TENFORGE_DB": str(home / "store.duckdb"), "TENFORGE_OUTBOX": str(home / "outbox")}
-        joined = run_cli("service", "join", "--api", service["api"], "--profiles", name,
-                         env=env, timeout=600)
-        assert joined.returncode == 0, joined.stdout[-2000:] + joined.stderr[-2000:]
-        machines[name] = env
+        machines[name] = {"TENFORGE_SERVICE_DIR": str(home / "service"),
+                          "TENFORGE_HARDWARE": str(home / "hardware.toml"),
+                          "TENFORGE_DB": str(home / "store.duckdb"),
+                          "TENFORGE_OUTBOX": str(home / "outbox")}
+    with ThreadPoolExecutor(len(machines)) as pool:  # two machines join at once, as they would
+        joins = pool.map(lambda item: run_cli("service", "join", "--api", service["api"],
+                                              "--profiles", item[0], env=item[1], timeout=600),
+                         machines.items())
+        for joined in joins:
+            assert joined.returncode == 0, joined.stdout[-2000:] + joined.stderr[-2000:]
     # a pool this machine cannot serve is refused in one line, before anything starts
     gpu = tmp_path / "gpu.toml"
     gpu.write_text('[[profile]]\nname = "gpu-h100"\ntarget = "nvidia/nvidia-h100"\n')
