@@ -121,7 +121,8 @@ def _candidate_table(store: Store, run_id: str) -> pa.Table:
     run_secs = pa.array([None if v is None else [float(x) for x in v]
                          for v in table.column("run_secs").to_pylist()], pa.list_(pa.float32()))
     table = table.set_column(table.column_names.index("run_secs"), "run_secs", run_secs)
-    msgs = [None if m is None else m[:ERROR_MSG_CHARS] for m in table.column("error_msg").to_pylist()]
+    msgs = [None if m is None else m[:ERROR_MSG_CHARS]
+            for m in table.column("error_msg").to_pylist()]
     return table.set_column(table.column_names.index("error_msg"), "error_msg",
                             pa.array(msgs, pa.string()))
 
@@ -373,40 +374,3 @@ def loaded_seed_runs(store: Store) -> set[tuple[str, int]]:
         "SELECT json_extract_string(summary_json, '$.loaded_from_seed_shard'), "
         "json_extract(summary_json, '$.measured') FROM runs "
         "WHERE summary_json LIKE '%loaded_from_seed_shard%'")}
-
-
-def datasheet_rows(seed_dir: str | Path = SEED_DIR) -> list[tuple]:
-    """(hardware, network, shards, tasks, measured, errors, first day, last day) per pair."""
-    rows: dict[tuple[str, str], list] = {}
-    for path in find_shards(seed_dir):
-        m = json.loads(path.read_text())
-        key = (m["hardware"]["name"], ",".join(m["network"] or []))
-        row = rows.setdefault(key, [0, 0, 0, 0, m["first_measured_at"][:10],
-                                    m["last_measured_at"][:10]])
-        row[0] += 1
-        row[1] = max(row[1], m["tasks"])
-        row[2] += m["measured"]
-        row[3] += m["errors"]
-        row[4] = min(row[4], m["first_measured_at"][:10])
-        row[5] = max(row[5], m["last_measured_at"][:10])
-    return [(*key, *vals) for key, vals in sorted(rows.items())]
-
-
-def seed_totals(seed_dir: str | Path = SEED_DIR) -> dict[str, Any]:
-    """Whole-seed counts: distinct tasks, networks and profiles, measurements, bytes on disk."""
-    manifests = find_shards(seed_dir)
-    workloads: set[str] = set()
-    networks: set[str] = set()
-    measured = errors = size = 0
-    for path in manifests:
-        m = json.loads(path.read_text())
-        measured += m["measured"]
-        errors += m["errors"]
-        size += path.stat().st_size + sum(f["bytes"] for f in m["files"].values())
-        tasks = pq.read_table(path.parent / f"{path.name[:-len('.json')]}.tasks.parquet",
-                              columns=["workload_hash", "network"])
-        workloads.update(tasks.column("workload_hash").to_pylist())
-        networks.update(n for n in tasks.column("network").to_pylist() if n)
-    return {"shards": len(manifests), "profiles": len({p.parent.name for p in manifests}),
-            "networks": len(networks), "tasks": len(workloads), "measured": measured,
-            "succeeded": measured - errors, "errors": errors, "bytes": size}

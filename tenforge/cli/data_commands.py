@@ -129,7 +129,7 @@ DATASHEET_END = "<!-- end generated -->"
 
 def cmd_dataset_info(args: argparse.Namespace) -> int:
     from storage.reports import format_table
-    from storage.seed import datasheet_rows, seed_totals
+    from storage.seed_info import datasheet_rows, seed_totals
 
     rows = datasheet_rows(args.source)
     totals = seed_totals(args.source)
