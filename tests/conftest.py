@@ -61,8 +61,45 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
         run_env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="tenforge-prefect-ephemeral-")
     elif "PREFECT_API_URL" not in run_env:
         run_env["PREFECT_API_URL"] = shared_prefect_api()
-    return subprocess.run([sys.executable, "-m", "tenforge.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd, env=run_env)
+    # its own session, so a timeout ends its workers too, after their stacks are written down
+    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, env=run_env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stacks = process_stacks(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"`tenforge {' '.join(args)}` ran past {timeout:.0f} s. Where each "
+                             f"of its processes was:\n{stacks}\n--- its stderr, last lines:\n"
+                             f"{err[-3000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def process_stacks(pid: int) -> str:
+    """The Python stacks of `pid` and its descendants (py-spy), to tell a stall from slowness
+    when a test's command runs past its time."""
+    import shutil
+
+    import psutil
+
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return "(gone)"
+    said = []
+    for p in procs:
+        try:
+            head = f"pid {p.pid} ({p.status()}, {sum(p.cpu_times()[:2]):.0f} s CPU): " \
+                   f"{' '.join(p.cmdline())[:160]}"
+        except psutil.Error:
+            continue
+        dump = subprocess.run([spy, "dump", "--pid", str(p.pid)], capture_output=True,
+                              text=True, timeout=30).stdout if spy else "(no py-spy)"
+        said.append(f"{head}\n{dump}")
+    return "\n".join(said)
 
 
 def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]:
