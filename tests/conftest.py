@@ -96,10 +96,21 @@ def process_stacks(pid: int) -> str:
                    f"{' '.join(p.cmdline())[:160]}"
         except psutil.Error:
             continue
-        dump = subprocess.run([spy, "dump", "--pid", str(p.pid)], capture_output=True,
-                              text=True, timeout=30).stdout if spy else "(no py-spy)"
-        said.append(f"{head}\n{dump}")
+        said.append(f"{head}\n{_py_spy_dump(spy, p.pid)}")
     return "\n".join(said)
+
+
+def _py_spy_dump(spy: str | None, pid: int) -> str:
+    """One process's stacks, or why there are none: the diagnosis must never hide the timeout
+    it explains (a py-spy that hangs or fails says so and the next process is dumped)."""
+    if not spy:
+        return "(no py-spy)"
+    try:
+        dumped = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
+                                timeout=30)
+    except subprocess.TimeoutExpired:
+        return "(py-spy dump took over 30 s)"
+    return dumped.stdout or f"(py-spy: {dumped.stderr.strip()[-300:]})"
 
 
 def run_cli_table(cases: list[list[str]], env: dict | None = None) -> list[dict]:
