@@ -63,8 +63,8 @@ def profile_rows(db: str, hardware: tuple[str, ...]) -> tuple[str, str]:
 
 def report_table(name: str, report: dict, markdown: bool) -> str:
     header = ["profile", *report["networks"], "mean top-1", "mean top-5"]
-    rows = [(hw, *(f"{nets['networks'].get(n, {}).get('top1', float('nan')):.3f}"
-                   for n in report["networks"]),
+    rows = [(hw, *(f"{nets['networks'][n]['top1']:.3f}" if n in nets["networks"] else "—"
+                   for n in report["networks"]),  # — : the profile has no data of it
              f"{nets['mean_network_top1']:.3f}", f"{nets['mean_network_top5']:.3f}")
             for hw, nets in report["per_hardware"].items()]
     rows.append(("all", *(f"{v['top1']:.3f}" for v in report["networks"].values()),

@@ -40,7 +40,8 @@ class ShippedModel:
 
 @lru_cache(maxsize=1)
 def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
-    """Every shipped model, newest first (ids end in their date)."""
+    """Every shipped model, newest first (ids end in their UTC stamp; sorting on the whole id
+    would rank a `shipped-xgb-` above a newer `shipped-lgbm-`)."""
     from models.base import META_FILE
 
     found = []
@@ -50,7 +51,7 @@ def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
         if lineage.get("shipped"):
             found.append(ShippedModel(meta_path.parent.name, meta_path.parent, meta["kind"],
                                       lineage["arch"], lineage["target_kind"], meta))
-    return tuple(sorted(found, key=lambda m: m.model_id, reverse=True))
+    return tuple(sorted(found, key=lambda m: m.model_id.rsplit("-", 1)[-1], reverse=True))
 
 
 def shipped_for(profile: HardwareProfile) -> ShippedModel | None:

@@ -150,3 +150,15 @@ def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
         validate_pretrain(db, None, "xgb", None, None, None, register_if_better=True)
     with pytest.raises(TenforgeError, match="holdout network vgg19 has no measurements"):
         validate_pretrain(db, None, "xgb", None, None, None, ["vgg19"], True)
+
+
+def test_the_newest_shipped_model_is_told_by_its_stamp_not_its_family(tmp_path):
+    """Ids end in their UTC stamp; a newer lgbm must win over an older xgb ("x" > "l")."""
+    for model_id in ("shipped-xgb-llvm-x86_64-20260101T0000",
+                     "shipped-lgbm-llvm-x86_64-20260201T0000"):
+        (tmp_path / model_id).mkdir()
+        (tmp_path / model_id / "model.json").write_text(json.dumps(
+            {"kind": model_id.split("-")[1], "lineage": {"shipped": True, "arch": "x86_64",
+                                                         "target_kind": "llvm"}}))
+    assert [m.model_id for m in shipped_models(tmp_path)] == [
+        "shipped-lgbm-llvm-x86_64-20260201T0000", "shipped-xgb-llvm-x86_64-20260101T0000"]
