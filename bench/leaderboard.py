@@ -1,14 +1,26 @@
-"""Every cost-model family, with default and with searched hyperparameters, on the same data and
-the same splits, side by side with MetaSchedule's own XGBModel.
+"""The by_network leaderboard: every cost-model family, feature set and data kind on networks
+none of them saw, beside MetaSchedule's own XGBModel trained on the same rows.
 
 Data: the store given by --db, or (default) a fresh store loaded from the shipped seed dataset.
-Splits: by_task (unseen tasks) and by_network (unseen networks, --holdout), both seeded.
-For each split and family: fit with the family's defaults; run an Optuna study restricted to
-that family (--trials, on the validation part) and refit with its best parameters; then score
-on the test part. Prints one table per split: top-1 / top-5 peak score, pairwise accuracy, RMSE,
-training time, inference time per 1000 candidates, and top-1 over MetaSchedule's XGB.
+Split: by_network (the --holdout networks and every task they share are the test part;
+validation is whole networks too, so early stopping and the search reward ranking unseen
+networks), one split per --seeds entry. Rows of the table, for each data kind:
 
-    .venv/bin/python bench/leaderboard.py [--trials 6] [--holdout resnet50] [--db PATH]
+- data kind: `random` trains on collect's random samples of the training tasks;
+  `random + search` adds what retunes measured near those tasks' optima (candidate source
+  'tuning', tasks/tuning/writeback.py), when the store has any. Both validate and are scored on
+  the same random rows of the validation and held-out networks (models.splits.rows_in_tasks_of).
+- family x feature set: per-store features (MetaSchedule's PerStoreFeature), and for the tree
+  families per-store + the trace summary (models/trace_features.py);
+- hparams: the family's defaults, and (--trials > 0) the best of an Optuna study restricted to
+  the family (its feature set is searched too), validated on the validation networks.
+
+Scores (models.evaluate.network_report): TenSet's network-level top-1 and top-5 (mean over the
+held-out networks), per-task peak@1 and pairwise accuracy, and top-1 over MetaSchedule's XGB on
+the same data; median over seeds with the spread (min-max) when there are several.
+
+    .venv/bin/python bench/leaderboard.py [--seeds 0] [--trials 6] [--families xgb,lgbm,...]
+        [--holdout resnet50,mobilenet_v2,bert] [--db STORE] [--hardware H1,H2] [--json OUT]
 """
 
 from __future__ import annotations
@@ -20,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import profiles, store_or_seed  # noqa: E402
@@ -27,96 +41,133 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from core.errors import TenforgeError  # noqa: E402
 from models.dataset import DataSpec, load_dataset  # noqa: E402
-from models.evaluate import evaluate, network_scores  # noqa: E402
-from models.registry import create_model  # noqa: E402
-from models.search import FAMILIES, SearchSpec, run_search  # noqa: E402
-from models.splits import SplitSpec, make_split  # noqa: E402
+from models.evaluate import network_report  # noqa: E402
+from models.registry import FAMILIES, create_model  # noqa: E402
+from models.search import TRACE_FAMILIES, SearchSpec, run_search  # noqa: E402
+from models.splits import SplitSpec, make_split, rows_in_tasks_of  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
+KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
 
-def fit_and_score(family, params, train, valid, test, seed):
+def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
+    """The datasets to compare: random samples, and every source when retunes added some."""
+    kinds = {"random": load_dataset(db, DataSpec(hardware=hardware, traces=True,
+                                                 sources=("sampled",)))}
+    try:
+        searched = load_dataset(db, DataSpec(hardware=hardware, traces=True,
+                                             sources=("tuning",)))
+    except TenforgeError:  # no retune wrote measurements of these profiles back yet
+        return kinds
+    kinds["random + search"] = load_dataset(db, DataSpec(hardware=hardware, traces=True))
+    print(f"search-biased rows (retunes): {len(searched)} over "
+          f"{np.unique(searched.group).size} tasks of {', '.join(searched.network_families())}")
+    return kinds
+
+
+def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
+    """(family, feature set, hparams): defaults per feature set, then one searched row."""
+    out = []
+    for family in families:
+        out.append((family, "per-store", "default"))
+        if family in TRACE_FAMILIES:
+            out.append((family, "per-store + trace", "default"))
+        if trials > 0:
+            out.append((family, "searched", "searched"))
+    out.append((BASELINE, "per-store", "default"))
+    return out
+
+
+def fit(family: str, features: str, hparams: str, train, valid, args, seed: int, work: Path,
+        study: str) -> tuple[object, str]:
+    """The fitted model of one leaderboard row, and the feature set it ended up with."""
+    params: dict = {"trace_features": True} if features == "per-store + trace" else {}
+    if hparams == "searched":
+        spec = SearchSpec(families=(family,), trials=args.trials, time_budget_s=args.budget,
+                          seed=seed, max_epochs=args.max_epochs)
+        params = run_search(train, valid, spec, study, work / "studies.journal",
+                            log=lambda _: None).best_params
+        features = "per-store + trace" if params.get("trace_features") else "per-store"
     model = create_model(family, seed=seed, **params)
-    info = model.fit(train, valid)
-    metrics = evaluate(model, test)
-    scores = model.predict(test)
-    top = {k: network_scores(test, scores, k=k) for k in (1, 5)}
-    return {**metrics, "train_s": info["train_s"], "networks_top1": top[1],
-            **{f"network_top{k}": sum(n.values()) / len(n) if n else float("nan")
-               for k, n in top.items()}}
+    model.fit(train, valid)
+    return model, features
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
     parser.add_argument("--hardware", help="comma-separated profiles (default: all in the store)")
-    parser.add_argument("--holdout", default="resnet50", help="network(s) held out (by_network)")
-    parser.add_argument("--trials", type=int, default=6, help="Optuna trials per family")
+    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert",
+                        help="networks held out of training (every size of each)")
+    parser.add_argument("--seeds", default="0", help="comma-separated split and model seeds")
+    parser.add_argument("--trials", type=int, default=6,
+                        help="Optuna trials per family (0: defaults only)")
     parser.add_argument("--budget", type=float, default=600, help="seconds per family study")
     parser.add_argument("--max-epochs", type=int, default=30)
     parser.add_argument("--families", default=",".join(FAMILIES))
-    parser.add_argument("--splits", default="by_task,by_network")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--json", help="also write every run's numbers here")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tenforge-leaderboard-"))
     db = store_or_seed(args.db, "leaderboard")
     hardware = profiles(db, args.hardware)
-    data = load_dataset(db, DataSpec(hardware=hardware))
-    print(f"data: {data.describe()}")
-    families = args.families.split(",")
-    results = []
-    for split_kind in args.splits.split(","):
-        holdout = tuple(args.holdout.split(",")) if split_kind == "by_network" else ()
-        split = make_split(data, SplitSpec(split_kind, seed=args.seed, holdout=holdout))
-        train, valid, test = (data.subset(getattr(split, p)) for p in ("train", "valid", "test"))
-        label = split_kind + (f" (held out: {','.join(holdout)})" if holdout else "")
-        print(f"\n== {label}: {split.sizes()}", flush=True)
-        rows = []
-        for family in [*families, BASELINE]:
-            start = time.perf_counter()
-            default = fit_and_score(family, {}, train, valid, test, args.seed)
-            rows.append((family, "default", default))
-            print(f"  {family} default: top1 {default['peak1']:.4f} "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)
-            if family == BASELINE:
-                continue  # MetaSchedule's model is used as MetaSchedule configures it
-            spec = SearchSpec(families=(family,), trials=args.trials, time_budget_s=args.budget,
-                              seed=args.seed, max_epochs=args.max_epochs)
-            found = run_search(train, valid, spec, f"{split_kind}-{family}",
-                               work / "studies.journal", log=lambda _: None)
-            searched = fit_and_score(family, found.best_params, train, valid, test, args.seed)
-            rows.append((family, "searched", searched))
-            print(f"  {family} searched ({len(found.trials)} trials): top1 "
-                  f"{searched['peak1']:.4f} params {json.dumps(found.best_params)}", flush=True)
-        base = next(m for f, _, m in rows if f == BASELINE)
-        table = [(f, hp, round(m["peak1"], 4), round(m["peak5"], 4), round(m["pairwise"], 4),
-                  round(m["rmse"], 4), round(m["network_top1"], 4), round(m["network_top5"], 4),
-                  round(m["train_s"], 1),
-                  round(m["predict_ms_per_1000"], 1), f"{m['peak1'] - base['peak1']:+.4f}")
-                 for f, hp, m in rows]
-        print(f"\n{label}, test part ({test.describe()['candidates']} candidates, "
-              f"{test.describe()['groups']} tasks):")
-        print(format_table(["family", "hparams", "top1", "top5", "pairwise", "rmse",
-                            "net top1", "net top5", "train s", "infer ms/1k", "top1 vs MS-xgb"],
-                           table))
-        if holdout:  # network-level top-1 of each held-out network (mean over profiles)
-            nets = sorted({k.rsplit("@", 1)[0] for _, _, m in rows for k in m["networks_top1"]
-                           if k.rsplit("@", 1)[0].split("@")[0] in holdout})
-            print(format_table(["family", "hparams", *nets], [
-                (f, hp, *(round(sum(v for k, v in m["networks_top1"].items()
-                                    if k.rsplit("@", 1)[0] == n) /
-                                max(1, sum(k.rsplit("@", 1)[0] == n
-                                           for k in m["networks_top1"])), 3) for n in nets))
-                for f, hp, m in rows]))
-        results.append({"split": split_kind, "holdout": holdout, "sizes": split.sizes(),
-                         "rows": [{"family": f, "hparams": hp, **m} for f, hp, m in rows]})
+    holdout = tuple(args.holdout.split(","))
+    kinds = load_kinds(db, hardware)
+    random = kinds["random"]
+    print(f"data: {random.describe()}; held out: {', '.join(holdout)}", flush=True)
+    runs: dict[tuple, list[dict]] = {}
+    for seed in (int(s) for s in args.seeds.split(",")):
+        split = make_split(random, SplitSpec("by_network", seed=seed, holdout=holdout))
+        train, valid, test = (random.subset(getattr(split, p)) for p in ("train", "valid", "test"))
+        print(f"\nseed {seed}: {split.sizes()}, validation networks "
+              f"{', '.join(valid.network_families())}", flush=True)
+        for kind, data in kinds.items():
+            kind_train = data.subset(rows_in_tasks_of(data, train))
+            print(f" {kind}: {len(kind_train)} training rows", flush=True)
+            for family, features, hparams in variants(args.families.split(","), args.trials):
+                start = time.perf_counter()
+                model, picked = fit(family, features, hparams, kind_train, valid, args, seed,
+                                    work, f"{kind}-{family}-{seed}")
+                report = network_report(model, test, holdout)
+                runs.setdefault((kind, family, features, hparams), []).append(
+                    {"seed": seed, "features": picked, "seconds": time.perf_counter() - start,
+                     **{k: report[k] for k in KEYS}, "networks": report["networks"]})
+                print(f"  {family} {picked} {hparams}: mean network top-1 "
+                      f"{report['mean_network_top1']:.3f}, top-5 "
+                      f"{report['mean_network_top5']:.3f} "
+                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+    print_table(runs, args.seeds)
     if args.json:
-        Path(args.json).write_text(json.dumps({"data": data.describe(), "results": results},
-                                              indent=1, default=str))
+        Path(args.json).write_text(json.dumps(
+            {"data": random.describe(), "holdout": holdout, "seeds": args.seeds,
+             "runs": [{"kind": k, "family": f, "features": fs, "hparams": hp, "results": r}
+                      for (k, f, fs, hp), r in runs.items()]}, indent=1, default=str))
+
+
+def print_table(runs: dict[tuple, list[dict]], seeds: str) -> None:
+    def cell(values: list[float]) -> str:
+        v = np.array(values)
+        return f"{np.median(v):.3f}" + (f" ({v.min():.3f}-{v.max():.3f})" if v.size > 1 else "")
+
+    nets = list(next(iter(runs.values()))[0]["networks"])
+    rows = []
+    for (kind, family, features, hparams), results in runs.items():
+        base = runs[(kind, BASELINE, "per-store", "default")]
+        gain = [r["mean_network_top1"] - b["mean_network_top1"] for r, b in zip(results, base)]
+        if hparams == "searched":  # the feature set the search picked, per seed
+            features = "/".join(sorted({r["features"] for r in results}))
+        rows.append((kind, family, features, hparams,
+                     *(cell([r[k] for r in results]) for k in KEYS),
+                     "—" if family == BASELINE else f"{np.median(gain):+.3f}",
+                     *(f"{np.median([r['networks'][n]['top1'] for r in results]):.3f}"
+                       for n in nets)))
+    print(f"\nheld-out networks, seeds {seeds} (median, min-max):")
+    print(format_table(["data", "family", "features", "hparams", "net top-1", "net top-5",
+                        "peak@1", "pairwise", "top-1 vs MS XGB", *(f"{n} top-1" for n in nets)],
+                       rows))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import numpy as np
 from core.errors import TenforgeError
 
 FEATURE_DIM = 164  # MetaSchedule's PerStoreFeature without the workload part
+CANDIDATE_SOURCES = ("sampled", "tuning", "imported")  # candidates.source (storage/schema.sql)
 
 
 @dataclass(frozen=True)
@@ -41,16 +42,27 @@ class DataSpec:
     min_candidates: int = 2
     # also each candidate's trace summary (models/trace_features.py), for models that take it
     traces: bool = False
+    # candidate sources to keep: "sampled" (collect's random samples), "tuning" (what retunes
+    # measured near each task's optimum, tasks/tuning/writeback.py), "imported"; empty = all
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hardware", tuple(self.hardware))
         object.__setattr__(self, "networks", tuple(self.networks))
+        object.__setattr__(self, "sources", tuple(self.sources))
+        unknown = set(self.sources) - set(CANDIDATE_SOURCES)
+        if unknown:
+            raise TenforgeError(f"unknown candidate source(s) {sorted(unknown)} in the data "
+                                f"spec; use some of {', '.join(CANDIDATE_SOURCES)}")
         if not self.hardware:
             raise TenforgeError("the data spec names no hardware; give at least one profile "
                                 "(`tenforge query \"SELECT name FROM hardware\"` lists them)")
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not self.sources:  # all sources: the spec (and fingerprint) of the data before them
+            del out["sources"]
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "DataSpec":
@@ -158,6 +170,7 @@ def _nothing_measured(spec: DataSpec, db: str | Path) -> TenforgeError:
     return TenforgeError(f"no measured candidates with {spec.extractor} features for "
                          f"hardware {', '.join(spec.hardware)}"
                          f"{' and networks ' + ', '.join(spec.networks) if spec.networks else ''}"
+                         f"{' from sources ' + ', '.join(spec.sources) if spec.sources else ''}"
                          f" in {db}; collect some first (`tenforge collect`)")
 
 
@@ -192,7 +205,7 @@ def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
     with Store(db, read_only=True) as store:
         stored_hw = _check_spec(store, spec, db)
         table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor,
-                                          with_traces=spec.traces)
+                                          with_traces=spec.traces, sources=spec.sources)
         links = queries.network_task_weights(store)
     if table.num_rows == 0:
         raise _nothing_measured(spec, db)

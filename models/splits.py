@@ -212,3 +212,19 @@ def sample_by_task(data: Dataset, pool: np.ndarray, n: int, seed: int,
         if taken >= n:
             break
     return np.sort(np.concatenate(chosen))
+
+
+def task_keys(data: Dataset) -> np.ndarray:
+    """Per row, the task it belongs to as `profile/workload hash`: a key that means the same in
+    every dataset of a store, whatever rows each holds (group numbers do not)."""
+    names = np.asarray(data.hardware_names)[data.group_hardware[data.group]]
+    return np.char.add(np.char.add(names.astype(str), "/"), data.group_workload[data.group])
+
+
+def rows_in_tasks_of(data: Dataset, part: Dataset) -> np.ndarray:
+    """The rows of `data` whose task `part` (another dataset of the same store) holds.
+
+    What compares data kinds fairly (bench/leaderboard.py): split the random samples, then train
+    on every source's rows of the training tasks (the search-biased ones too) and score both
+    models on the same random rows of the held-out networks."""
+    return np.flatnonzero(np.isin(task_keys(data), np.unique(task_keys(part))))

@@ -104,10 +104,14 @@ def measured_inventory(store: Store, hardware: Sequence[str], networks: Sequence
 
 
 def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
-                      extractor: str, with_traces: bool = False) -> pa.Table:
+                      extractor: str, with_traces: bool = False,
+                      sources: Sequence[str] = ()) -> pa.Table:
     """The newest measurement of every candidate with `extractor` features on these profiles
-    (and networks), with its task and features (and trace JSON): what a cost-model dataset is
-    built from."""
+    (and networks; and candidate sources: sampled, tuning, imported; empty = all), with its task
+    and features (and trace JSON): what a cost-model dataset is built from."""
+    params = _data_params(hardware, networks, extractor)
+    if sources:
+        params["sources"] = list(sources)
     return store.con.execute(f"""
         SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
                m.mean_latency_s, f.n_stores, f.dim, f."values"
@@ -118,9 +122,9 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
         JOIN hardware h ON h.hardware_id = c.hardware_id
         JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor = $extractor
         WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}
+              {"AND c.source IN (SELECT unnest($sources))" if sources else ""}
         QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
-        ORDER BY h.name, t.workload_hash, c.candidate_id""",
-        _data_params(hardware, networks, extractor)).to_arrow_table()
+        ORDER BY h.name, t.workload_hash, c.candidate_id""", params).to_arrow_table()
 
 
 # ----------------------------------------------------------------------------- calibration

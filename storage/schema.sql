@@ -69,7 +69,7 @@ CREATE TABLE candidates (
     trace_json     VARCHAR NOT NULL,          -- MetaSchedule trace JSON (decisions included)
     design_space   INTEGER,
     sample_seed    BIGINT,
-    source         VARCHAR NOT NULL,          -- sampled | imported
+    source         VARCHAR NOT NULL,          -- sampled | tuning | imported
     created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
     UNIQUE (task_id, hardware_id, schedule_hash)
 );

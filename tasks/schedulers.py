@@ -93,7 +93,15 @@ def create_scheduler(kind: str, log: Any, seed: int = 0) -> Any:
             self.rng = random.Random(seed)
 
         def join_pending(self) -> None:
+            records = self._outer().tasks_
             for i in self.pending:
+                # A task handed out and then terminated was never sent: MetaSchedule ends a
+                # task that has nothing left to measure (its trial cap, or a design space the
+                # database already covers) instead of measuring it, and joining it would fail
+                # `runner_futures.has_value()`. (Terminating is the only other way a task
+                # ends, at the end of tune_tasks, after the last join.)
+                if records[i].is_terminated:
+                    continue
                 self.join_running_task(i)
                 if log.context_trials[i]:  # as MetaSchedule: only once it measured something
                     self.history.setdefault(i, []).append(log.context_best[i])

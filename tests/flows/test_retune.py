@@ -90,8 +90,16 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
         rf"stored {stored} tuning measurements \(\d+ new candidates\) of 16 records", said)
     from models.dataset import DataSpec, load_dataset
 
-    data = load_dataset(db, DataSpec(hardware=(resolve_profile(PROFILE).name,)))
+    profile = resolve_profile(PROFILE).name
+    data = load_dataset(db, DataSpec(hardware=(profile,)))
     assert len(data) >= ok
+    # and a model can train on them alone (what bench/leaderboard.py's data kinds compare)
+    searched = load_dataset(db, DataSpec(hardware=(profile,), sources=("tuning",)))
+    with Store(db, read_only=True) as store:
+        tuning_ids = {c for (c,) in store.query(
+            "SELECT candidate_id FROM candidates JOIN hardware h USING (hardware_id) "
+            "WHERE h.name = ? AND source = 'tuning'", [profile])}
+    assert 0 < len(searched) and set(searched.candidate_id) <= tuning_ids
 
     again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
     assert again.returncode == 0, again.stderr[-3000:]

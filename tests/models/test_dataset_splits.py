@@ -51,6 +51,19 @@ def test_a_spec_that_matches_no_data_is_refused(seed_store, spec, message):
         load_dataset(seed_store, spec)
 
 
+def test_candidate_sources(seed_data, seed_store):
+    hardware = seed_data.hardware_names
+    sampled = load_dataset(seed_store, DataSpec(hardware=hardware, sources=("sampled",)))
+    # the seed is random samples only
+    assert np.array_equal(sampled.candidate_id, seed_data.candidate_id)
+    assert "sources" not in seed_data.spec.to_json()  # older lineages' fingerprints still hold
+    with pytest.raises(TenforgeError, match="from sources tuning in"):
+        load_dataset(seed_store, DataSpec(hardware=hardware, sources=("tuning",)))
+    with pytest.raises(TenforgeError, match=r"unknown candidate source\(s\) \['random'\].*"
+                                            "sampled, tuning, imported"):
+        DataSpec(hardware=hardware, sources=("random",))
+
+
 def _workloads(data, index):
     return set(data.group_workload[data.group[index]])
 
@@ -109,3 +122,17 @@ def test_holdout_that_is_not_in_the_data():
         make_split(data, SplitSpec("by_network", holdout=("vgg",)))
     with pytest.raises(TenforgeError, match="holdout hardware hw-z is not in the dataset"):
         make_split(data, SplitSpec("by_target", holdout=("hw-z",)))
+
+
+def test_rows_in_tasks_of_another_dataset(seed_data):
+    from models.splits import rows_in_tasks_of, task_keys
+
+    split = make_split(seed_data, SplitSpec("by_network", seed=0, holdout=("tiny_cnn",)))
+    train = seed_data.subset(split.train)
+    # a dataset with other rows and other group numbers: half the rows, reversed
+    other = seed_data.subset(np.arange(len(seed_data))[::2][::-1])
+    rows = rows_in_tasks_of(other, train)
+    assert rows.size and set(task_keys(other.subset(rows))) <= set(task_keys(train))
+    outside = np.setdiff1d(np.arange(len(other)), rows)
+    assert not set(task_keys(other.subset(outside))) & set(task_keys(train))
+    assert np.array_equal(rows_in_tasks_of(seed_data, train), split.train)

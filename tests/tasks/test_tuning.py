@@ -145,3 +145,30 @@ def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tas
     assert log.final_reason() == "deadline"
     assert sum(start > log.deadline for start in batches) <= 1  # at most the batch in flight
     assert log.trials == 4 * len(batches) and 0 < len(batches) < 10_000 // 4
+
+
+@pytest.mark.parametrize("scheduler", SEARCH_SCHEDULERS)
+def test_every_scheduler_survives_tasks_that_run_out_of_candidates(scheduler, tmp_path):
+    """MetaSchedule terminates a task without sending anything when it has nothing left to
+    measure (its trial cap reached, or its design space exhausted: an elementwise task whose
+    few schedules the seeded database already holds). Joining such a task crashed retunes of
+    efficientnet_b0 and convnext (`Check failed: (task->runner_futures.has_value())`)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tasks.schedulers import create_scheduler
+    from tasks.tuning.log import recorder as _recorder
+    from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
+
+    n_tasks = 5
+    log = TuningLog([f"matmul_{i}" for i in range(n_tasks)], [1.0] * n_tasks, budget=10_000,
+                    report=lambda _: None)
+    log.started = time.monotonic()
+    batches: list[float] = []
+    # a cap of one batch per task: every task runs out right after its first batch
+    ms.tune_tasks(tasks=matmul_contexts(n_tasks), task_weights=[1.0] * n_tasks,
+                  work_dir=str(tmp_path), max_trials_global=10_000, max_trials_per_task=4,
+                  num_trials_per_iter=4, builder=fake_builder(), runner=fake_runner(0.0, batches),
+                  database=ms.database.MemoryDatabase(), cost_model="random",
+                  measure_callbacks=[_recorder(log)],
+                  task_scheduler=create_scheduler(scheduler, log, seed=0))
+    assert len(batches) == n_tasks and log.trials == 4 * n_tasks
