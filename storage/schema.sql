@@ -186,7 +186,7 @@ CREATE TABLE tuning_runs (
     tvm_version         VARCHAR NOT NULL,
     created_at          TIMESTAMP NOT NULL DEFAULT current_timestamp,
     rejected_by_rules   INTEGER,              -- candidates dropped unmeasured (tasks.constraints)
-    stop_reason         VARCHAR,              -- trials | deadline | interrupt | exhausted
+    stop_reason         VARCHAR,              -- trials | deadline | interrupt | exhausted | error
     measure_s           DOUBLE,               -- of search_s, building and running candidates
     search_threads      INTEGER,              -- threads of the evolutionary search
     search_population   INTEGER               -- the population it used per round

@@ -119,6 +119,14 @@ class TuningLog:
         self.report(f"{what}: stopping after the batch in flight; what was measured is kept "
                     "(send it again to abort)")
 
+    def search_failed(self, exc: BaseException) -> None:
+        """MetaSchedule's search raised: keep what it measured (every batch is in the tuning
+        database once its callbacks ran) and go on to compile, as a deadline would."""
+        self.stop_reason = "error"
+        self.report(f"WARNING: the search failed after {self.trials} trials "
+                    f"({type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}); "
+                    "compiling with what it measured")
+
     def final_reason(self) -> str:
         """Why the search ended, as tuning_runs.stop_reason records it."""
         if self.stop_reason:
@@ -142,6 +150,17 @@ def recorder(log: TuningLog) -> Any:
                               for r in runner_results])
 
     return Recorder()
+
+
+@contextmanager
+def survive_search_errors(log: TuningLog) -> Iterator[None]:
+    """A search that crashes inside MetaSchedule (its C++ checks raise RuntimeError subclasses:
+    tvm.error.InternalError, TVMError) ends the search, not the run: what was measured stays
+    and is compiled, timed and recorded, with stop_reason 'error'."""
+    try:
+        yield
+    except RuntimeError as exc:
+        log.search_failed(exc)
 
 
 @contextmanager

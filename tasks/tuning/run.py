@@ -21,7 +21,7 @@ from tasks.tuning.contexts import (
     search_population,
     tune_contexts,
 )
-from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals
+from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
 
@@ -39,7 +39,7 @@ class TuningResult:
     measure_s: float  # of search_s, building and running candidates
     search_threads: int
     population: int  # the evolutionary search's per round (instant: candidates ranked per task)
-    stop_reason: str  # trials | deadline | interrupt | exhausted
+    stop_reason: str  # trials | deadline | interrupt | exhausted | error
     estimated_s: float | None
     untuned: dict[str, Any]
     tuned: dict[str, Any]
@@ -141,7 +141,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
-        with stop_on_signals(log):
+        with stop_on_signals(log), survive_search_errors(log):
             if instant:
                 from tasks.instant import instant_tune, measure_top_for
 

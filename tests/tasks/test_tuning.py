@@ -172,3 +172,18 @@ def test_every_scheduler_survives_tasks_that_run_out_of_candidates(scheduler, tm
                   measure_callbacks=[_recorder(log)],
                   task_scheduler=create_scheduler(scheduler, log, seed=0))
     assert len(batches) == n_tasks and log.trials == 4 * n_tasks
+
+
+def test_a_search_that_crashes_ends_the_search_not_the_run():
+    from tasks.tuning.log import survive_search_errors
+
+    said: list[str] = []
+    log = TuningLog(["a"], [1.0], budget=9, report=said.append)
+    log.add(0, [[1e-3], [2e-3]])
+    with survive_search_errors(log):  # what MetaSchedule's C++ checks raise
+        raise RuntimeError("Check failed: (task->runner_futures.has_value()) is false:\n")
+    assert log.final_reason() == "error" and log.should_stop()
+    assert said[-1].startswith("WARNING: the search failed after 2 trials (RuntimeError: "
+                               "Check failed:") and "compiling with what it measured" in said[-1]
+    with pytest.raises(TenforgeError), survive_search_errors(log):  # bad input still refuses
+        raise TenforgeError("a model whose features do not match")
