@@ -86,10 +86,21 @@ def exportable_runs(store: Store, include_running: bool = False) -> list[dict[st
     return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
+def networks_of(params: dict[str, Any]) -> list[str] | None:
+    """The networks a run measured: a collect names several, a retune one."""
+    if params.get("networks"):
+        return list(params["networks"])
+    return [params["network"]] if params.get("network") else None
+
+
 def _shard_stem(run: dict[str, Any]) -> str:
+    """`<start>-<networks>-<run id>`; other flows than collect say so (`<start>-retune-...`):
+    their measurements are another kind of data (a search's, near each task's optimum)."""
     params = json.loads(run["parameters_json"])
-    network = "+".join(params.get("networks", [run["flow"]]))
-    return f"{run['started_at']:%Y%m%dT%H%M%S}-{network}-{run['run_id'][:8]}"
+    name = "+".join(networks_of(params) or [])
+    if run["flow"] != "collect":
+        name = f"{run['flow']}-{name}" if name else run["flow"]
+    return f"{run['started_at']:%Y%m%dT%H%M%S}-{name}-{run['run_id'][:8]}"
 
 
 def _candidate_table(store: Store, run_id: str) -> pa.Table:
@@ -182,7 +193,7 @@ def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
             manifest = {
                 "format": SHARD_FORMAT,
                 "hardware": dict(zip(_HARDWARE_COLS, hw)),
-                "network": params.get("networks"),
+                "network": networks_of(params),
                 "batch_size": params.get("batch_size"),
                 "command": _command_of(run["flow"], params, Path(db).name),
                 "flow": run["flow"], "parameters": params, "run_id": run["run_id"],
@@ -199,8 +210,9 @@ def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
             }
             (folder / f"{stem}.json").write_text(json.dumps(manifest, indent=1, default=str)
                                                  + "\n")
-            written.append(ShardSummary(stem, run["hardware"], ",".join(params.get("networks",
-                                        [])), cands.num_rows, errors))
+            written.append(ShardSummary(stem, run["hardware"],
+                                        ",".join(networks_of(params) or []), cands.num_rows,
+                                        errors))
     return written
 
 

@@ -13,11 +13,16 @@ from storage.seed import SEED_DIR, find_shards
 
 
 def datasheet_rows(seed_dir: str | Path = SEED_DIR) -> list[tuple]:
-    """(hardware, network, shards, tasks, measured, errors, first day, last day) per pair."""
+    """(hardware, network, shards, tasks, measured, errors, first day, last day) per pair; a
+    network's search-biased shards (flows other than collect: retunes) get their own row,
+    `vgg11 (retune)`."""
     rows: dict[tuple[str, str], list] = {}
     for path in find_shards(seed_dir):
         m = json.loads(path.read_text())
-        key = (m["hardware"]["name"], ",".join(m["network"] or []))
+        network = ",".join(m["network"] or [])
+        if m.get("flow", "collect") != "collect":
+            network = f"{network} ({m['flow']})"
+        key = (m["hardware"]["name"], network)
         row = rows.setdefault(key, [0, 0, 0, 0, m["first_measured_at"][:10],
                                     m["last_measured_at"][:10]])
         row[0] += 1
