@@ -123,9 +123,9 @@ class TuningLog:
         """MetaSchedule's search raised: keep what it measured (every batch is in the tuning
         database once its callbacks ran) and go on to compile, as a deadline would."""
         self.stop_reason = "error"
+        last_line = (str(exc).strip().splitlines() or ["(no message)"])[-1][:300]
         self.report(f"WARNING: the search failed after {self.trials} trials "
-                    f"({type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}); "
-                    "compiling with what it measured")
+                    f"({type(exc).__name__}: {last_line}); compiling with what it measured")
 
     def final_reason(self) -> str:
         """Why the search ended, as tuning_runs.stop_reason records it."""

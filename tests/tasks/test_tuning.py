@@ -185,5 +185,8 @@ def test_a_search_that_crashes_ends_the_search_not_the_run():
     assert log.final_reason() == "error" and log.should_stop()
     assert said[-1].startswith("WARNING: the search failed after 2 trials (RuntimeError: "
                                "Check failed:") and "compiling with what it measured" in said[-1]
+    with survive_search_errors(log):
+        raise RuntimeError()
+    assert said[-1].startswith("WARNING: the search failed after 2 trials (RuntimeError: (no ")
     with pytest.raises(TenforgeError), survive_search_errors(log):  # bad input still refuses
         raise TenforgeError("a model whose features do not match")
