@@ -1,6 +1,6 @@
 """What the cost-model benches share: the store they read (the one given, else the seed dataset
-loaded into a temporary store) and the profiles they use (those given, else every profile with
-measurements)."""
+loaded into a temporary store), the profiles they use (those given, else every profile with
+measurements) and their by_network split."""
 
 from __future__ import annotations
 
@@ -24,3 +24,15 @@ def profiles(db: str, hardware: str | None) -> tuple[str, ...]:
     from tasks.training import default_hardware
 
     return tuple(hardware.split(",")) if hardware else tuple(default_hardware(db))
+
+
+def held_out_parts(data, seed: int, holdout: tuple[str, ...]) -> tuple:
+    """(train, valid, test) of `data`'s seeded by_network split with `holdout` as the test part
+    (validation is whole networks too), announced with its sizes and validation networks."""
+    from models.splits import SplitSpec, make_split
+
+    split = make_split(data, SplitSpec("by_network", seed=seed, holdout=holdout))
+    train, valid, test = (data.subset(getattr(split, p)) for p in ("train", "valid", "test"))
+    print(f"seed {seed}: {split.sizes()}, validation networks "
+          f"{', '.join(valid.network_families())}", flush=True)
+    return train, valid, test

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import profiles, store_or_seed  # noqa: E402
+from bench._data import held_out_parts, profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -32,7 +32,6 @@ bootstrap()
 from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import network_report  # noqa: E402
 from models.registry import create_model  # noqa: E402
-from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
 KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
@@ -67,10 +66,7 @@ def main() -> None:
           f"held out: {', '.join(holdout)}", flush=True)
     runs: dict[str, list[dict]] = {}
     for seed in (int(s) for s in args.seeds.split(",")):
-        split = make_split(data, SplitSpec("by_network", seed=seed, holdout=holdout))
-        train, valid, test = (data.subset(getattr(split, p)) for p in ("train", "valid", "test"))
-        print(f"seed {seed}: {split.sizes()}, validation networks "
-              f"{', '.join(valid.network_families())}", flush=True)
+        train, valid, test = held_out_parts(data, seed, holdout)
         for name, family, params in variants(args.families.split(",")):
             model = create_model(family, seed=seed, **params)
             model.fit(train, valid)

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import profiles, store_or_seed  # noqa: E402
+from bench._data import held_out_parts, profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -46,7 +46,7 @@ from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import network_report  # noqa: E402
 from models.registry import FAMILIES, create_model  # noqa: E402
 from models.search import TRACE_FAMILIES, SearchSpec, run_search  # noqa: E402
-from models.splits import SplitSpec, make_split, rows_in_tasks_of  # noqa: E402
+from models.splits import rows_in_tasks_of  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
@@ -120,10 +120,8 @@ def main() -> None:
     print(f"data: {random.describe()}; held out: {', '.join(holdout)}", flush=True)
     runs: dict[tuple, list[dict]] = {}
     for seed in (int(s) for s in args.seeds.split(",")):
-        split = make_split(random, SplitSpec("by_network", seed=seed, holdout=holdout))
-        train, valid, test = (random.subset(getattr(split, p)) for p in ("train", "valid", "test"))
-        print(f"\nseed {seed}: {split.sizes()}, validation networks "
-              f"{', '.join(valid.network_families())}", flush=True)
+        print()
+        train, valid, test = held_out_parts(random, seed, holdout)
         for kind, data in kinds.items():
             kind_train = data.subset(rows_in_tasks_of(data, train))
             print(f" {kind}: {len(kind_train)} training rows", flush=True)

@@ -217,7 +217,7 @@ def sample_by_task(data: Dataset, pool: np.ndarray, n: int, seed: int,
 def task_keys(data: Dataset) -> np.ndarray:
     """Per row, the task it belongs to as `profile/workload hash`: a key that means the same in
     every dataset of a store, whatever rows each holds (group numbers do not)."""
-    names = np.asarray(data.hardware_names)[data.group_hardware[data.group]]
+    names = np.asarray(data.hardware_names)[data.candidate_hardware()]
     return np.char.add(np.char.add(names.astype(str), "/"), data.group_workload[data.group])
 
 
