@@ -1,0 +1,343 @@
+"""Issue 15's tuning bench at honest scale: network x variant x seed, one resumable cell at a time.
+
+Variants (the first is the baseline the search-time speedup is measured against):
+  ms-xgb   MetaSchedule's XGBModel, trained from scratch while tuning
+  learned  tenforge's model (default lgbm with trace features, the leaderboard's best) trained
+           on the seed's x86 one-thread profiles, this one included, with every network of the
+           matrix held out: it never saw the networks it tunes (as a user's own network)
+  instant  the same model, no search: per task, rank --samples sampled candidates and measure
+           the top --top
+Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
+compiles with the best schedules found and times the network end to end (median of 20), and
+times PyTorch eager on the same input and thread count (median of 30), in the same process.
+
+A cell's result is written (atomically) to OUT/cells/NETWORK-VARIANT-sSEED.json when it ends;
+a cell whose file exists is skipped, so a killed run resumes at the cell it was in (that cell
+starts over: a half-run search would distort its time-to-latency). `--report` reads every cell
+and writes the medians and spreads over seeds to OUT/README.md, with the curves as a PNG:
+
+    taskset -c 1 .venv/bin/python bench/tuning_matrix.py [--networks resnet18,mobilenet_v2,bert]
+        [--variants ms-xgb,learned,instant] [--seeds 0,1,2] [--trials 1000] [--minutes 60]
+        [--hardware local-1t] [--out docs/tuning-matrix] [--work data/tuning-matrix]
+    .venv/bin/python bench/tuning_matrix.py --report [--out docs/tuning-matrix]
+
+Search-time speedup of a variant, per network and seed: the wall time the baseline took to
+reach its best estimated latency within the trial budget / the time the variant took to reach
+that same latency ("never" when it did not). The estimate is the sum over tasks of occurrences
+x best measured task latency (cold cache), what MetaSchedule's scheduler optimizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+VARIANTS = ("ms-xgb", "learned", "instant")
+
+
+def step_curve(points: list[Any]) -> list[list[float]]:
+    """[trials, wall s, estimate ms] where the estimate improved, and the last point: all that
+    reaching a latency or the best within a budget needs, a few hundred bytes per cell."""
+    kept: list[list[float]] = []
+    for p in points:
+        if p.estimated_s is None:
+            continue
+        row = [p.trials, round(p.wall_s, 2), p.estimated_s * 1e3]
+        if not kept or row[2] < kept[-1][2]:
+            kept.append(row)
+    if points and kept and points[-1].trials != kept[-1][0] and points[-1].estimated_s:
+        kept.append([points[-1].trials, round(points[-1].wall_s, 2), kept[-1][2]])
+    return kept
+
+
+def reach(points: list[list[float]], latency_ms: float) -> tuple[int, float] | None:
+    """(trials, wall s) at which the curve first got to `latency_ms`; None: it never did."""
+    for trials, wall, est in points:
+        if est <= latency_ms * (1 + 1e-9):
+            return int(trials), wall
+    return None
+
+
+def best_within(points: list[list[float]], trials: int) -> float | None:
+    """Best estimated latency (ms) within the first `trials` trials."""
+    inside = [est for t, _, est in points if t <= trials]
+    return min(inside) if inside else None
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def write_atomically(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=1))
+    os.replace(tmp, path)  # a kill leaves the old file or the new one, never half of one
+
+
+def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
+                  params: dict[str, Any], seed: int, work: Path) -> dict[str, Any]:
+    """The seed's model for `seed`, trained once and remembered in WORK/models.json."""
+    from storage.store import Store
+    from tasks.training import default_hardware, pretrain
+
+    index_path = work / "models.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    key = json.dumps([family, params, sorted(holdout), seed, profile_name], sort_keys=True)
+    if key in index and Path(index[key]["path"]).exists():
+        return index[key]
+    hardware = [h for h in default_hardware(db) if h.endswith("-1t") and h.startswith("cpu-")]
+    if profile_name not in hardware:
+        hardware.append(profile_name)
+    with Store(db, read_only=True) as store:
+        stored = sorted({n for (n,) in store.query("SELECT name FROM networks")})
+    others = [n for n in stored if n not in holdout]
+    out = pretrain(db, hardware, others, family, params, None, seed, None, log=print)
+    with Store(db, read_only=True) as store:
+        row = store.model_row(out["model_id"])
+    entry = {"model_id": out["model_id"], "path": out["path"], "family": family,
+             "params": params, "trained_on": hardware, "networks": others,
+             "held_out": sorted(holdout), "rows": int(row.get("train_rows") or 0),
+             "data_fingerprint": row.get("data_fingerprint"), "seed": seed}
+    index[key] = entry
+    write_atomically(index_path, index)
+    return entry
+
+
+def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace, db: str,
+             model: dict[str, Any] | None) -> dict[str, Any]:
+    from bench.tuning import torch_eager_ms
+    from core.tvm_env import tvm_version
+    from tasks.hardware import resolve_profile
+    from tasks.tuning import tune_network
+
+    profile = resolve_profile(args.hardware)
+    database = Path(args.work) / "databases" / f"{network}-{variant}-s{seed}"
+    shutil.rmtree(database, ignore_errors=True)  # a cell starts over (see the docstring)
+    instant = variant == "instant"
+    began = time.time()
+    result = tune_network(
+        network, profile, database, trials=args.top if instant else args.trials,
+        minutes=None if instant else args.minutes,
+        cost_model="xgb" if variant == "ms-xgb" else model["path"],
+        scheduler="instant" if instant else "gradient", flops_share=1.0,
+        population=args.samples if instant else None, seed=seed,
+        instant_top=args.top if instant else None,
+        report=lambda line: print(f"  [{network} {variant} s{seed}] {line}", flush=True))
+    wall = time.time() - began
+    eager = torch_eager_ms(network, profile.num_threads, runs=30)
+    return {
+        "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
+        "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
+        "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
+        "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
+        "wall_s": round(wall, 1), "search_threads": result.search_threads,
+        "population": result.population, "tasks_total": result.tasks_total,
+        "tasks_tuned": len(result.tasks_tuned),
+        "tuned_ms": result.tuned["latency_s"] * 1e3,
+        "untuned_ms": result.untuned["latency_s"] * 1e3, "torch_ms": eager,
+        "tuned_functions": result.tuned["tuned_functions"],
+        "tir_functions": result.tuned["tir_functions"],
+        "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
+        "curve": step_curve(result.curve),
+        "model": None if variant == "ms-xgb" else model,
+        "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": git_commit(),
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(began)),
+                       "cores": len(os.sched_getaffinity(0)), "python": platform.python_version()},
+    }
+
+
+def collect(args: argparse.Namespace) -> None:
+    from storage.seed import load_shards
+    from tasks.hardware import resolve_profile
+
+    networks = [n for n in args.networks.split(",") if n]
+    variants = [v for v in args.variants.split(",") if v]
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        raise SystemExit(f"unknown variant(s) {', '.join(bad)}: choose from {', '.join(VARIANTS)}")
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    profile = resolve_profile(args.hardware)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    db = args.db or str(work / "seed.duckdb")
+    if not Path(db).exists():
+        print(f"loading the seed into {db}", flush=True)
+        load_shards(db, progress=lambda _: None)
+    cells = Path(args.out) / "cells"
+    todo = [(s, n, v) for s in seeds for n in networks for v in variants
+            if not (cells / f"{n}-{v}-s{s}.json").exists()]
+    print(f"{len(todo)} of {len(seeds) * len(networks) * len(variants)} cells to run on "
+          f"{profile.name}, {len(os.sched_getaffinity(0))} core(s)", flush=True)
+    params = json.loads(args.params)
+    for done, (seed, network, variant) in enumerate(todo):
+        print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
+              f"({time.strftime('%H:%M:%S')})", flush=True)
+        model = None if variant == "ms-xgb" else learned_model(
+            db, profile.name, networks, args.family, params, seed, work)
+        row = run_cell(network, variant, seed, args, db, model)
+        write_atomically(cells / f"{network}-{variant}-s{seed}.json", row)
+        print(f"== {network} {variant} seed {seed}: {row['tuned_ms']:.2f} ms tuned, torch "
+              f"{row['torch_ms']:.2f} ms, {row['trials']} trials in {row['search_s']:.0f} s "
+              f"({row['stop_reason']})", flush=True)
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    if not values:
+        return "-"
+    med = float(np.median(values))
+    if len(values) == 1:
+        return f"{med:.{digits}f}"
+    return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def speedups(cells: list[dict[str, Any]], baseline: str) -> dict[tuple, tuple]:
+    """(network, variant, seed) -> (search-time speedup, trial speedup) to the baseline's
+    final estimate; (None, None) where the variant never reached it."""
+    base = {(c["network"], c["seed"]): c for c in cells if c["variant"] == baseline}
+    out = {}
+    for c in cells:
+        b = base.get((c["network"], c["seed"]))
+        if b is None or not b["curve"]:
+            continue
+        final = best_within(b["curve"], b["trials_budget"])
+        base_trials, base_wall = reach(b["curve"], final)
+        got = reach(c["curve"], final)
+        out[(c["network"], c["variant"], c["seed"])] = (
+            (None, None) if got is None else
+            (base_wall / max(got[1], 1e-9), base_trials / max(got[0], 1)))
+    return out
+
+
+def report(args: argparse.Namespace) -> None:
+    from storage.reports import format_table
+
+    out = Path(args.out)
+    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    if not cells:
+        raise SystemExit(f"no cells under {out / 'cells'}: run the matrix first (without "
+                         "--report)")
+    gains = speedups(cells, VARIANTS[0])
+    rows = []
+    for (network, variant) in sorted({(c["network"], c["variant"]) for c in cells},
+                                     key=lambda k: (k[0], VARIANTS.index(k[1]))):
+        mine = [c for c in cells if (c["network"], c["variant"]) == (network, variant)]
+        pairs = [gains[(network, variant, c["seed"])] for c in mine
+                 if (network, variant, c["seed"]) in gains]
+        reached = [p[0] for p in pairs if p[0] is not None]
+        rows.append((
+            network, variant, ",".join(str(c["seed"]) for c in mine),
+            spread([c["tuned_ms"] for c in mine]), spread([c["torch_ms"] for c in mine]),
+            spread([c["torch_ms"] / c["tuned_ms"] for c in mine]),
+            spread([c["trials"] for c in mine], 0),
+            spread([c["search_s"] / 60 for c in mine], 1),
+            spread([c["trials"] / max(c["search_s"] / 60, 1e-9) for c in mine], 1),
+            (spread(reached) if reached else "never")
+            + (f" [{len(pairs) - len(reached)} never]" if reached and len(reached) < len(pairs)
+               else ""),
+            spread([p[1] for p in pairs if p[1] is not None]),
+            "/".join(sorted({c["stop_reason"] for c in mine})),
+            spread([c["tuned_functions"] / c["tir_functions"] for c in mine])))
+    headers = ["network", "variant", "seeds", "tuned ms", "torch ms", "vs torch (x faster)",
+               "trials", "search min", "trials/min", f"search-time speedup vs {VARIANTS[0]}",
+               "trial speedup", "stopped by", "functions tuned"]
+    table = format_table(headers, rows)
+    print(table)
+    first = cells[0]
+    lines = [
+        "# Tuning matrix (issue 15, item 7): generated by `bench/tuning_matrix.py --report`",
+        "",
+        "Do not edit: rerun the report. Median (min-max) over the seeds done. Cells:",
+        "`cells/NETWORK-VARIANT-sSEED.json` (curve, settings, model lineage, provenance).",
+        f"Hardware {first['hardware']} ({first['threads']} thread(s)) on "
+        f"{first['provenance']['cpu']}, TVM {first['provenance']['tvm']}; budget "
+        f"{first['trials_budget']} trials or {first['minutes']} minutes a search cell.",
+        "vs torch = PyTorch eager ms / tuned ms at the same thread count (> 1: tuned is faster).",
+        "",
+        "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    lines += ["", "![curves](curves.png)", ""]
+    (out / "README.md").write_text("\n".join(lines))
+    plot(cells, out / "curves.png")
+    print(f"\nwrote {out / 'README.md'} and {out / 'curves.png'}")
+
+
+def plot(cells: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    networks = sorted({c["network"] for c in cells})
+    fig, axes = plt.subplots(len(networks), 1, figsize=(8, 3.6 * len(networks)), squeeze=False)
+    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green")))
+    for ax, network in zip(axes[:, 0], networks):
+        for c in (c for c in cells if c["network"] == network and c["curve"]):
+            wall = [p[1] / 60 for p in c["curve"]]
+            est = [p[2] for p in c["curve"]]
+            ax.step(wall, est, where="post", color=colors[c["variant"]], alpha=0.8,
+                    label=f"{c['variant']} s{c['seed']}")
+        ax.set_yscale("log")
+        ax.set_xlabel("search wall time (min)")
+        ax.set_ylabel("estimated latency (ms)")
+        ax.set_title(f"{network}: best estimate so far")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    from tenforge.cli import bootstrap
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--networks", default="resnet18,mobilenet_v2,bert")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--trials", type=int, default=1000, help="a search cell's trial budget")
+    parser.add_argument("--minutes", type=float, default=60, help="a search cell's deadline")
+    parser.add_argument("--samples", type=int, default=256, help="instant: ranked per task")
+    parser.add_argument("--top", type=int, default=8, help="instant: measured per task")
+    parser.add_argument("--hardware", default="local-1t")
+    parser.add_argument("--family", default="lgbm")
+    parser.add_argument("--params", default='{"trace_features": true}',
+                        help="the learned model's parameters (JSON)")
+    parser.add_argument("--db", help="store with the training data (default: WORK/seed.duckdb, "
+                                     "loaded from the seed once)")
+    parser.add_argument("--out", default="docs/tuning-matrix", help="cells and the report")
+    parser.add_argument("--work", default="data/tuning-matrix",
+                        help="models and tuning databases (not committed)")
+    parser.add_argument("--report", action="store_true", help="only write the report")
+    args = parser.parse_args()
+    if args.report:
+        report(args)
+        return
+    bootstrap()
+    collect(args)
+
+
+if __name__ == "__main__":
+    main()
