@@ -26,7 +26,8 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
              candidates_per_task: PositiveInt = 4, seed: int = 0, db: str | None = None,
              search_trials: PositiveInt = 4, search_budget_s: float = 120.0,
              retune_network: str = "tiny_cnn", retune_trials: PositiveInt = 16,
-             calibration_candidates: PositiveInt = 96) -> dict:
+             calibration_candidates: PositiveInt = 96,
+             sources: list[str] | None = None) -> dict:
     """Seed an empty store, collect a few candidates per task of small networks on `hardware`,
     then summarize.
 
@@ -42,17 +43,19 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
         retune_trials: measured candidates per retune.
         calibration_candidates: when `hardware` had no data before this run, it is onboarded
             (`onboard`) with a calibration set of this size.
+        sources: the other profiles the search and the pre-training learn from (default:
+            every profile of this target kind with data in the store; fewer train faster).
     """
     spec = validate_pipeline(db, hardware, networks, candidates_per_task, seed, search_trials,
                              search_budget_s, retune_network, retune_trials,
-                             calibration_candidates)
+                             calibration_candidates, sources)
     seeded = t.load_seed_if_empty(spec.db)
     new_hardware = not t.has_measurements(spec.db, spec.hardware)
     summary = collect(hardware=spec.hardware, networks=list(spec.networks),
                       candidates_per_task=candidates_per_task, seed=seed, db=spec.db)
     # the search, the pre-training and the adaptation all learn from this target kind's data
     # (CPUs for a CPU): the seed also holds a GPU's, whose features mean other things
-    sources = t.source_profiles(spec.db, spec.hardware)
+    sources = t.source_profiles(spec.db, spec.hardware, list(spec.sources))
     found = search(hardware=[spec.hardware, *sources], families=["xgb", "mlp"],
                    trials=search_trials, time_budget_s=search_budget_s, max_epochs=10,
                    seed=seed, db=spec.db)

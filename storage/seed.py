@@ -296,29 +296,38 @@ def load_shard(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: p
     con.register("_c", incoming)
     con.register("_s", keys)
     try:
+        # New rows only, by anti-join and a plain INSERT: DuckDB's INSERT OR IGNORE probes
+        # every row through its conflict path, ~20x slower (0.93 s against 0.05 s for a
+        # 1,360-row shard into a 47k-candidate store; loading the 81-shard seed: 67 s).
         con.execute(
-            "INSERT OR IGNORE INTO candidates (task_id, hardware_id, schedule_hash, trace_json, "
-            "design_space, sample_seed, source) SELECT DISTINCT t.task_id, ?, c.schedule_hash, "
-            "c.trace_json, c.design_space, c.sample_seed, c.source FROM _c c "
-            "JOIN tasks t USING (workload_hash)", [hardware_id])
+            "INSERT INTO candidates (task_id, hardware_id, schedule_hash, trace_json, "
+            "design_space, sample_seed, source) SELECT DISTINCT ON (t.task_id, c.schedule_hash) "
+            "t.task_id, $hw, c.schedule_hash, c.trace_json, c.design_space, c.sample_seed, "
+            "c.source FROM _c c JOIN tasks t USING (workload_hash) WHERE NOT EXISTS (SELECT 1 "
+            "FROM candidates x WHERE x.hardware_id = $hw AND x.task_id = t.task_id "
+            "AND x.schedule_hash = c.schedule_hash)", {"hw": hardware_id})
         con.execute("CREATE OR REPLACE TEMP TABLE _ids AS SELECT c.candidate_id, "
                     "t.workload_hash, c.schedule_hash FROM candidates c JOIN tasks t "
                     "USING (task_id) WHERE c.hardware_id = ?", [hardware_id])
         con.execute(
-            "INSERT OR IGNORE INTO features (candidate_id, extractor, dim, n_stores, \"values\") "
-            "SELECT DISTINCT ON (i.candidate_id) i.candidate_id, c.extractor, c.dim, c.n_stores, "
-            "c.\"values\" FROM _c c JOIN _ids i USING (workload_hash, schedule_hash) "
-            "WHERE c.extractor IS NOT NULL")
+            "INSERT INTO features (candidate_id, extractor, dim, n_stores, \"values\") "
+            "SELECT DISTINCT ON (i.candidate_id, c.extractor) i.candidate_id, c.extractor, "
+            "c.dim, c.n_stores, c.\"values\" FROM _c c JOIN _ids i USING (workload_hash, "
+            "schedule_hash) WHERE c.extractor IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+            "features f WHERE f.candidate_id = i.candidate_id AND f.extractor = c.extractor)")
         before = store.scalar("SELECT count(*) FROM measurements")
         con.execute(
-            "INSERT OR IGNORE INTO measurements (candidate_id, settings_id, run_secs, "
+            "INSERT INTO measurements (candidate_id, settings_id, run_secs, "
             "mean_latency_s, error_kind, error_msg, verified, build_s, run_wall_s, tvm_version, "
             "flow_run_id, measured_at) "
-            "SELECT i.candidate_id, s.settings_id, c.run_secs::DOUBLE[], "
+            "SELECT DISTINCT ON (i.candidate_id, s.settings_id) i.candidate_id, s.settings_id, "
+            "c.run_secs::DOUBLE[], "
             "CASE WHEN c.error_kind IS NULL THEN list_avg(c.run_secs::DOUBLE[]) END, "
             "c.error_kind, c.error_msg, c.verified, c.build_s, c.run_wall_s, c.tvm_version, ?, "
             "c.measured_at FROM _c c JOIN _ids i USING (workload_hash, schedule_hash) "
-            "JOIN _s s USING (settings_key)", [manifest["run_id"]])
+            "JOIN _s s USING (settings_key) WHERE NOT EXISTS (SELECT 1 FROM measurements m "
+            "WHERE m.candidate_id = i.candidate_id AND m.settings_id = s.settings_id)",
+            [manifest["run_id"]])
         added = int(store.scalar("SELECT count(*) FROM measurements")) - int(before)
         con.execute("DROP TABLE _ids")
     finally:

@@ -24,13 +24,14 @@ class PipelineSpec(Spec):
     retune_network: str
     retune_trials: int
     calibration_candidates: int
+    sources: tuple[str, ...] = ()  # profiles the models learn from; () = every other one
 
 
 def validate_pipeline(db: str | None, hardware: str, networks: list[str],
                       candidates_per_task: int, seed: int = 0, search_trials: int = 4,
                       search_budget_s: float = 120.0, retune_network: str = "tiny_cnn",
-                      retune_trials: int = 16, calibration_candidates: int = 96
-                      ) -> PipelineSpec:
+                      retune_trials: int = 16, calibration_candidates: int = 96,
+                      sources: list[str] | None = None) -> PipelineSpec:
     from tasks.sources import resolve_workload
 
     collect = validate_collect(db, hardware, networks, candidates_per_task, seed)
@@ -42,8 +43,35 @@ def validate_pipeline(db: str | None, hardware: str, networks: list[str],
                             f"{calibration_candidates}")
     if not search_budget_s > 0:
         raise TenforgeError(f"search budget must be > 0 s, got {search_budget_s}")
+    sources = check_sources(collect.db, collect.hardware, sources or [])
     return PipelineSpec(db=collect.db, hardware=collect.hardware, networks=collect.networks,
                         candidates_per_task=candidates_per_task, seed=seed,
                         search_trials=search_trials, search_budget_s=search_budget_s,
                         retune_network=retune_network, retune_trials=retune_trials,
-                        calibration_candidates=calibration_candidates)
+                        calibration_candidates=calibration_candidates, sources=sources)
+
+
+def check_sources(db: str, target: str, names: list[str]) -> tuple[str, ...]:
+    """Source profiles by their real names: each must have data in the store or in the seed
+    the pipeline loads into it (`local` and `local-1t` name this machine's), and none may be
+    the `target`."""
+    from pathlib import Path
+
+    from storage.queries import measured_profiles
+    from storage.seed import SEED_DIR, find_shards
+    from storage.store import Store
+    from tasks.hardware import ALIASES, resolve_profile
+
+    names = [resolve_profile(n).name if n in ALIASES else n for n in names]
+    if target in names:
+        raise TenforgeError(f"source profiles are the other profiles the models learn from; "
+                            f"{target} is the target: leave it out of --sources")
+    known = {m.parent.name for m in find_shards(SEED_DIR)}
+    if Path(db).exists():
+        with Store(db, read_only=True) as store:
+            known |= set(measured_profiles(store))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TenforgeError(f"no data of source profile(s) {', '.join(unknown)} in the store or "
+                            f"the seed; profiles with data: {', '.join(sorted(known))}")
+    return tuple(names)

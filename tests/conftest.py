@@ -141,6 +141,9 @@ def seed_store(tmp_path_factory) -> str:
 
 # The seed's data trains the shared model (a data name: any machine can read it).
 SEED_PROFILE = "cpu-znver3-avx2-1t"
+# The seed's smallest CPU profile (1,772 measurements): what tests that only need *some*
+# source data train on, in seconds instead of minutes on the whole seed.
+SMALL_SEED_PROFILE = "cpu-emeraldrapids-avx512-1t"
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ from tenforge.cli import service_commands as service
 # Prefect at import time, so `--help` still answers at once).
 
 
-def _networks(value: str) -> list[str]:
+def _names(value: str) -> list[str]:
+    """A comma-separated list: "a, b," -> ["a", "b"]."""
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="measure candidates of networks on a hardware profile")
     p.add_argument("--hardware", default="local", help="profile name (`tenforge hardware`)")
-    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"],
+    p.add_argument("--networks", type=_names, default=["mlp", "tiny_cnn"],
                    help="comma-separated zoo networks (`tenforge networks`)")
     p.add_argument("--candidates", type=_positive, default=8, help="candidates per task")
     p.add_argument("--seed", type=int, default=0)
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pipeline", help="the main job on embedded defaults")
     p.add_argument("--hardware", default="local")
-    p.add_argument("--networks", type=_networks, default=["mlp", "tiny_cnn"])
+    p.add_argument("--networks", type=_names, default=["mlp", "tiny_cnn"])
     p.add_argument("--candidates", type=_positive, default=4, help="candidates per task")
     p.add_argument("--search-trials", type=_positive, default=4,
                    help="trials of the small model search (xgb, mlp)")
@@ -115,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measured candidates per retune at the end")
     p.add_argument("--calibration", type=_positive, default=96,
                    help="calibration set when this profile is new to the store (>= 48)")
+    p.add_argument("--sources", type=_names, default=None,
+                   help="comma-separated profiles the models learn from (default: every other "
+                        "profile of this target kind in the store)")
     p.add_argument("--seed", type=int, default=0)
     db_option(p)
     p.set_defaults(func=run.cmd_pipeline)
@@ -159,14 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=data.cmd_export_ms)
 
     p = sub.add_parser("search", help="Optuna search for the best cost model on held-out tasks")
-    p.add_argument("--hardware", type=_networks, default=None,
+    p.add_argument("--hardware", type=_names, default=None,
                    help="comma-separated profiles (default: all in the store)")
-    p.add_argument("--networks", type=_networks, default=None, help="only these networks' tasks")
+    p.add_argument("--networks", type=_names, default=None, help="only these networks' tasks")
     p.add_argument("--split", default="by_task",
                    choices=SPLITS)
-    p.add_argument("--holdout", type=_networks, default=None,
+    p.add_argument("--holdout", type=_names, default=None,
                    help="hardware (by_target) or networks (by_network) to test on")
-    p.add_argument("--families", type=_networks, default=None,
+    p.add_argument("--families", type=_names, default=None,
                    help=f"comma-separated, of: {','.join(FAMILIES)}")
     p.add_argument("--trials", type=_positive, default=20, help="total trials of the study")
     p.add_argument("--time-budget", type=float, default=900.0, help="seconds")
@@ -183,16 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=run.cmd_search)
 
     p = sub.add_parser("pretrain", help="train one model across source hardware profiles")
-    p.add_argument("--hardware", type=_networks, default=None,
+    p.add_argument("--hardware", type=_names, default=None,
                    help="comma-separated source profiles (default: all in the store)")
     p.add_argument("--family", default="mlp", help="model family (see `tenforge search -h`)")
     p.add_argument("--params", type=_json_object, default=None,
                    help="hyperparameters as JSON, e.g. '{\"hidden\": 64}'")
     p.add_argument("--from-model", default=None,
                    help="reuse a registered model's kind and configuration (the search winner)")
-    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--networks", type=_names, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--holdout", type=_networks, default=None,
+    p.add_argument("--holdout", type=_names, default=None,
                    help="networks kept out of training and scored (every size of each)")
     p.add_argument("--register-if-better", action="store_true",
                    help="with --holdout: register only if it ranks those networks better "
@@ -210,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fine-tune on every target measurement of the training tasks")
     p.add_argument("--strategy", default="full",
                    choices=STRATEGIES)
-    p.add_argument("--networks", type=_networks, default=None)
+    p.add_argument("--networks", type=_names, default=None)
     p.add_argument("--seed", type=int, default=0)
     db_option(p)
     p.set_defaults(func=run.cmd_transfer)
@@ -270,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address of the server (and UI)")
     p.add_argument("--port", type=_positive, default=4200)
     p.add_argument("--api", default=None, help="join: the server's API, http://HOST:4200/api")
-    p.add_argument("--profiles", type=_networks, default=None,
+    p.add_argument("--profiles", type=_names, default=None,
                    help="comma-separated profiles to serve (default: every profile this "
                         "machine can run, `tenforge hardware`)")
     p.add_argument("--write", default=None, help="deployments: write them as a prefect.yaml")
@@ -303,10 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
                                          "peak@1/peak@5, pairwise accuracy")
     p.add_argument("model", help="a registered model id, a model artifact folder, or shipped "
                    "(the model tenforge ships for this CPU)")
-    p.add_argument("--hardware", type=_networks, default=None,
+    p.add_argument("--hardware", type=_names, default=None,
                    help="comma-separated profiles to score on (`local` ok; default: every "
                         "profile with measurements)")
-    p.add_argument("--networks", type=_networks, default=None,
+    p.add_argument("--networks", type=_names, default=None,
                    help="comma-separated networks (a name is every size of it; resnet18@160 "
                         "one of them; default: all)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
@@ -320,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = dsub.add_parser("load-seed", help="load the seed dataset into a store (any store: "
                                           "rows already there are kept)")
     p.add_argument("--from", dest="source", default=str(SEED_DIR), help="seed folder")
-    p.add_argument("--hardware", type=_networks, default=None,
+    p.add_argument("--hardware", type=_names, default=None,
                    help="comma-separated profiles to load (default: all)")
     db_option(p)
     p.set_defaults(func=data.cmd_dataset_load_seed)

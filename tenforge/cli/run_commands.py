@@ -25,13 +25,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     spec = validate_pipeline(args.db, args.hardware, args.networks, args.candidates, args.seed,
                              search_trials=args.search_trials,
                              retune_trials=args.retune_trials,
-                             calibration_candidates=args.calibration)
+                             calibration_candidates=args.calibration,
+                             sources=args.sources)
     from flows.pipeline import pipeline
 
     pipeline(hardware=args.hardware, networks=args.networks,
              candidates_per_task=args.candidates, seed=args.seed, db=spec.db,
              search_trials=args.search_trials, retune_trials=args.retune_trials,
-             calibration_candidates=args.calibration)
+             calibration_candidates=args.calibration, sources=list(spec.sources) or None)
     return 0
 
 

@@ -1,19 +1,22 @@
 """The main job end to end on a fresh store: seed loaded, local collect, small search, summary."""
 
+import json
+
 import pytest
 
 from storage.seed import SEED_DIR, find_shards
 from storage.store import Store
-from tests.conftest import run_cli
+from tests.conftest import SMALL_SEED_PROFILE, run_cli
 
 
 @pytest.mark.slow
 def test_pipeline_on_a_fresh_store(db):
     # The README's job with CI-sized steps: one small network, two search trials, the smallest
-    # calibration set and short retunes.
+    # calibration set, short retunes, and models that learn from one small seed profile (the
+    # whole seed is loaded all the same).
     result = run_cli("pipeline", "--networks", "mlp", "--candidates", "2", "--search-trials",
-                     "2", "--calibration", "48", "--retune-trials", "8", "--db", db,
-                     ephemeral=True)  # as ./run pipeline
+                     "2", "--calibration", "48", "--retune-trials", "8", "--sources",
+                     SMALL_SEED_PROFILE, "--db", db, ephemeral=True)  # as ./run pipeline
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout + result.stderr
     with Store(db, read_only=True) as store:
@@ -34,6 +37,10 @@ def test_pipeline_on_a_fresh_store(db):
                             "created_at")
         assert len(kinds) == 3  # search winner, pre-trained on the seed, fine-tuned to local
         assert kinds[2][1] == kinds[1][0]
+        # pre-trained on the chosen source alone; the search also saw the local data
+        specs = [json.loads(spec)["hardware"] for (spec,) in store.query(
+            "SELECT data_spec_json FROM models ORDER BY created_at")]
+        assert specs[1] == [SMALL_SEED_PROFILE] and SMALL_SEED_PROFILE in specs[0]
         tuned = dict(store.query("SELECT cost_model, tuned_functions FROM tuning_runs"))
         assert tuned.pop("metaschedule-xgb") == 2  # the baseline
         # the learned model: the fine-tuned one, or its parent where onboarding measured the
