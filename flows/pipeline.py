@@ -3,8 +3,8 @@ ephemeral API): load the shipped seed dataset into an empty store, collect on tw
 run a small cost-model search on everything the store holds, pre-train the winner's
 configuration on the seed's profiles and adapt it to the local one (onboarding it when this
 store had no data of it: calibration set, fine-tuning, three-way accuracy table), retune a
-small network with MetaSchedule's own cost model and with the learned one, then show what is
-there."""
+small network with MetaSchedule's own cost model, with the learned one and with the learned one
+instantly (no search), then show what is there."""
 
 from __future__ import annotations
 
@@ -63,9 +63,13 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
                                   calibration_candidates if new_hardware else None)
     # onboard measured which model ranks this profile best (the fine-tuned one or its parent)
     learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
-    tuned = {model: retune(network=retune_network, hardware=spec.hardware, trials=retune_trials,
-                           cost_model=model, seed=seed, db=spec.db)
-             for model in ("metaschedule-xgb", learned)}
+    # full search with MetaSchedule's model and with the learned one, then the learned one
+    # without search (instant: rank sampled candidates, measure the top few per task)
+    tuned = {f"{model} {scheduler}": retune(network=retune_network, hardware=spec.hardware,
+                                            trials=retune_trials, cost_model=model,
+                                            scheduler=scheduler, seed=seed, db=spec.db)
+             for model, scheduler in (("metaschedule-xgb", "gradient"), (learned, "gradient"),
+                                      (learned, "instant"))}
     reports.pipeline_report(spec.db, retune_network, spec.hardware)
     return {**summary, "seed": seeded, "search": found, "transfer": adapted, "retune": tuned}
 

@@ -70,7 +70,8 @@ def model_leaderboard(db: str, limit: int = 20, markdown: bool = False,
 
 
 def tuning_comparison(db: str, network: str, hardware: str, markdown: bool = False) -> str:
-    """The newest tuning run of `network` on `hardware` per cost model, side by side."""
+    """The newest tuning run of `network` on `hardware` per cost model and scheduler (full
+    search or instant), side by side."""
     with Store(db, read_only=True) as store:
         rows = store.query(
             "SELECT cost_model, scheduler, trials, round(search_s, 1), "
@@ -78,7 +79,8 @@ def tuning_comparison(db: str, network: str, hardware: str, markdown: bool = Fal
             "round(untuned_latency_s / tuned_latency_s, 2), "
             "round(estimated_latency_s * 1e3, 4), tuned_functions || '/' || tir_functions, "
             "tuning_id FROM tuning_runs WHERE network = ? AND hardware = ? "
-            "QUALIFY row_number() OVER (PARTITION BY cost_model ORDER BY created_at DESC) = 1 "
+            "QUALIFY row_number() OVER (PARTITION BY cost_model, scheduler "
+            "ORDER BY created_at DESC) = 1 "
             "ORDER BY tuned_latency_s", [network, hardware])
     header = ["cost model", "scheduler", "trials", "search s", "untuned ms", "tuned ms",
               "speedup", "est. tasks ms", "tuned fns", "tuning id"]

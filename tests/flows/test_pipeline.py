@@ -28,7 +28,7 @@ def test_pipeline_on_a_fresh_store(db):
         # this machine's profile is new to a fresh store (the seed holds 1-thread profiles):
         # the pipeline onboards it; had the seed held it, a plain transfer adapts the model
         adapt = "onboard" if "onboard done" in out else "transfer"
-        assert flows == {"collect": 1, "search": 1, "pretrain": 1, adapt: 1, "retune": 2}
+        assert flows == {"collect": 1, "search": 1, "pretrain": 1, adapt: 1, "retune": 3}
         local = store.scalar("SELECT count(*) FROM v_measurements WHERE hardware NOT IN "
                              "(SELECT DISTINCT hardware FROM runs WHERE summary_json LIKE "
                              "'%loaded_from_seed%')")
@@ -41,10 +41,13 @@ def test_pipeline_on_a_fresh_store(db):
         specs = [json.loads(spec)["hardware"] for (spec,) in store.query(
             "SELECT data_spec_json FROM models ORDER BY created_at")]
         assert specs[1] == [SMALL_SEED_PROFILE] and SMALL_SEED_PROFILE in specs[0]
-        tuned = dict(store.query("SELECT cost_model, tuned_functions FROM tuning_runs"))
-        assert tuned.pop("metaschedule-xgb") == 2  # the baseline
-        # the learned model: the fine-tuned one, or its parent where onboarding measured the
-        # parent ranking this profile better
-        (learned, functions), = tuned.items()
-        assert learned in (kinds[1][0], kinds[2][0]) and functions == 2
+        tuned = {(model, scheduler): functions for model, scheduler, functions in store.query(
+            "SELECT cost_model, scheduler, tuned_functions FROM tuning_runs")}
+        assert tuned.pop(("metaschedule-xgb", "gradient")) == 2  # the baseline
+        # the learned model, searching and instantly: the fine-tuned one, or its parent where
+        # onboarding measured the parent ranking this profile better
+        assert len(tuned) == 2 and len({model for model, _ in tuned}) == 1
+        (learned, _), = {key for key in tuned if key[1] == "gradient"}
+        assert learned in (kinds[1][0], kinds[2][0]) and set(tuned.values()) == {2}
+        assert (learned, "instant") in tuned
     assert "fastest_us" in out and "test peak1" in out and "tuned ms" in out  # the summaries
