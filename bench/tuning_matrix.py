@@ -77,10 +77,15 @@ def best_within(points: list[list[float]], trials: int) -> float | None:
 
 
 def cpu_model() -> str:
+    """'AMD EPYC (family 25, model 1)': a VM's model name alone may not tell Zen 3 from 4."""
+    fields: dict[str, str] = {}
     for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    if "model name" not in fields:
+        return platform.processor()
+    return (f"{fields['model name']} (family {fields.get('cpu family', '?')}, model "
+            f"{fields.get('model', '?')})")
 
 
 def git_commit() -> str:
@@ -127,8 +132,8 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     return entry
 
 
-def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace, db: str,
-             model: dict[str, Any] | None) -> dict[str, Any]:
+def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
+             model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
     from bench.tuning import torch_eager_ms
     from core.tvm_env import tvm_version
     from tasks.hardware import resolve_profile
@@ -164,7 +169,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace, db
         "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
         "curve": step_curve(result.curve),
         "model": None if variant == "ms-xgb" else model,
-        "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": git_commit(),
+        "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": commit,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(began)),
                        "cores": len(os.sched_getaffinity(0)), "python": platform.python_version()},
     }
@@ -193,12 +198,13 @@ def collect(args: argparse.Namespace) -> None:
     print(f"{len(todo)} of {len(seeds) * len(networks) * len(variants)} cells to run on "
           f"{profile.name}, {len(os.sched_getaffinity(0))} core(s)", flush=True)
     params = json.loads(args.params)
+    commit = git_commit()  # the code this process runs, whatever lands while it does
     for done, (seed, network, variant) in enumerate(todo):
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
               f"({time.strftime('%H:%M:%S')})", flush=True)
         model = None if variant == "ms-xgb" else learned_model(
             db, profile.name, networks, args.family, params, seed, work)
-        row = run_cell(network, variant, seed, args, db, model)
+        row = run_cell(network, variant, seed, args, model, commit)
         write_atomically(cells / f"{network}-{variant}-s{seed}.json", row)
         print(f"== {network} {variant} seed {seed}: {row['tuned_ms']:.2f} ms tuned, torch "
               f"{row['torch_ms']:.2f} ms, {row['trials']} trials in {row['search_s']:.0f} s "
