@@ -238,6 +238,40 @@ def speedups(cells: list[dict[str, Any]], baseline: str) -> dict[tuple, tuple]:
     return out
 
 
+def shared_tasks(db: str, network: str, trained_networks: list[str]) -> tuple[int, int, float]:
+    """(tasks of `network` also in a training network, its tasks, their share of its FLOPs x
+    occurrences): the learned model holds out whole networks, and networks share layers
+    (ResNet-50's 3x3 convolutions are ResNet-18's, GPT-2's dense layers BERT's). `network` at
+    batch 1 and its largest stored input size (the zoo's default)."""
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        rows = store.con.execute(
+            "WITH mine AS (SELECT nt.task_id, nt.weight * t.flops AS work FROM network_tasks nt "
+            "JOIN tasks t USING (task_id) WHERE nt.network_id = (SELECT network_id FROM "
+            "networks WHERE name = $net AND batch = 1 ORDER BY input_size DESC LIMIT 1)), "
+            "seen AS (SELECT DISTINCT task_id FROM network_tasks JOIN networks USING "
+            "(network_id) WHERE list_contains($trained, name)) "
+            "SELECT count(*) FILTER (WHERE task_id IN (SELECT task_id FROM seen)), count(*), "
+            "sum(work) FILTER (WHERE task_id IN (SELECT task_id FROM seen)) / "
+            "nullif(sum(work), 0) FROM mine", {"net": network, "trained": trained_networks}
+        ).fetchall()
+    shared, total, share = rows[0]
+    return int(shared), int(total), float(share or 0.0)
+
+
+def overlap_lines(db: str, cells: list[dict[str, Any]]) -> list[str]:
+    """The training overlap of each network the learned model tuned, as Markdown lines."""
+    lines = []
+    for network in sorted({c["network"] for c in cells if c.get("model")}):
+        trained = next(c["model"]["networks"] for c in cells
+                       if c["network"] == network and c.get("model"))
+        shared, total, share = shared_tasks(db, network, trained)
+        lines.append(f"- {network}: {shared} of its {total} tasks ({share:.0%} of its FLOPs) are "
+                     "also tasks of networks the learned model trained on")
+    return lines
+
+
 def report(args: argparse.Namespace) -> None:
     from storage.reports import format_table
 
@@ -285,6 +319,10 @@ def report(args: argparse.Namespace) -> None:
         "",
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    db = args.db or str(Path(args.work) / "seed.duckdb")
+    if Path(db).exists():
+        lines += ["", "The learned model held out whole networks, not their layers:", "",
+                  *overlap_lines(db, cells)]
     lines += ["", "![curves](curves.png)", ""]
     (out / "README.md").write_text("\n".join(lines))
     plot(cells, out / "curves.png")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.tuning_matrix import best_within, reach, speedups, step_curve
+from bench.tuning_matrix import best_within, reach, shared_tasks, speedups, step_curve
 from tasks.tuning.log import CurvePoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,3 +61,9 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
     assert "| net | learned | 0 | 2.00 | 3.00 | 1.50 |" in table
     assert "4.00" in table  # the search-time speedup: 600 s / 150 s
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_shared_tasks_counts_layers_a_held_out_network_shares_with_training_ones(seed_store):
+    shared, total, share = shared_tasks(seed_store, "resnet18", ["resnet50"])
+    assert 0 < shared < total and 0 < share <= 1  # ResNet-50's 3x3 convolutions are ResNet-18's
+    assert shared_tasks(seed_store, "resnet18", []) == (0, total, 0.0)
