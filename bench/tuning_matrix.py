@@ -205,6 +205,9 @@ def collect(args: argparse.Namespace) -> None:
         model = None if variant == "ms-xgb" else learned_model(
             db, profile.name, networks, args.family, params, seed, work)
         row = run_cell(network, variant, seed, args, model, commit)
+        if row["stop_reason"] == "interrupt":  # SIGTERM or Ctrl-C: not a result, rerun it
+            raise SystemExit(f"interrupted in {network} {variant} seed {seed}: no cell written; "
+                             "run again to resume")
         write_atomically(cells / f"{network}-{variant}-s{seed}.json", row)
         print(f"== {network} {variant} seed {seed}: {row['tuned_ms']:.2f} ms tuned, torch "
               f"{row['torch_ms']:.2f} ms, {row['trials']} trials in {row['search_s']:.0f} s "
