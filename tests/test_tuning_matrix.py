@@ -43,6 +43,10 @@ def test_speedup_is_against_the_baselines_best_within_its_budget_same_seed():
     assert gains[("net", "ms-xgb", 0)] == (1.0, 1.0)
     assert gains[("net", "instant", 0)] == (None, None)
     assert ("net", "learned", 1) not in gains
+    # within 25% of the baseline's final (6.25 ms): the baseline got there at 600 s, the
+    # learned model at 50 s, instant never
+    near = speedups([base, fast, never], "ms-xgb", slack=1.25)
+    assert near[("net", "learned", 0)] == (12.0, 6.0) and near[("net", "instant", 0)][0] is None
 
 
 def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
