@@ -52,9 +52,9 @@ def validate_pipeline(db: str | None, hardware: str, networks: list[str],
 
 
 def check_sources(db: str, target: str, names: list[str]) -> tuple[str, ...]:
-    """Source profiles by their real names: each must have data in the store or in the seed
-    the pipeline loads into it (`local` and `local-1t` name this machine's), and none may be
-    the `target`."""
+    """Source profiles by their real names (`local` and `local-1t` name this machine's): none
+    may be the `target`, and each must have data in the store, or, where the store holds none
+    yet, in the seed the pipeline then loads into it (load_seed_if_empty)."""
     from pathlib import Path
 
     from storage.queries import measured_profiles
@@ -66,12 +66,14 @@ def check_sources(db: str, target: str, names: list[str]) -> tuple[str, ...]:
     if target in names:
         raise TenforgeError(f"source profiles are the other profiles the models learn from; "
                             f"{target} is the target: leave it out of --sources")
-    known = {m.parent.name for m in find_shards(SEED_DIR)}
+    known, where = set(), "the store"
     if Path(db).exists():
         with Store(db, read_only=True) as store:
-            known |= set(measured_profiles(store))
+            known = set(measured_profiles(store))
+    if not known and SEED_DIR.is_dir():
+        known, where = {m.parent.name for m in find_shards(SEED_DIR)}, "the seed it loads"
     unknown = [n for n in names if n not in known]
-    if unknown:
-        raise TenforgeError(f"no data of source profile(s) {', '.join(unknown)} in the store or "
-                            f"the seed; profiles with data: {', '.join(sorted(known))}")
+    if names and unknown:
+        raise TenforgeError(f"no data of source profile(s) {', '.join(unknown)} in {where}; "
+                            f"profiles with data: {', '.join(sorted(known)) or 'none'}")
     return tuple(names)

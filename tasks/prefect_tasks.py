@@ -225,11 +225,11 @@ def shipped_parent(db: str, hardware: str, asked: bool = False) -> str | None:
 
 @task(name="source-profiles")
 def source_profiles(db: str, hardware: str, chosen: list[str] | None = None) -> list[str]:
-    """Every other profile with measurements of `hardware`'s target kind, or the `chosen`
-    ones (tasks.training)."""
+    """Every other profile with measurements of `hardware`'s target kind (tasks.training), or
+    the `chosen` ones (checked by tasks.pipeline.check_sources before any work)."""
     from tasks.training import source_profiles_for
 
-    return source_profiles_for(db, hardware, chosen or ())
+    return list(chosen) if chosen else source_profiles_for(db, hardware)
 
 
 @task(name="model-for-tuning", task_run_name="model retune would use on {hardware}")

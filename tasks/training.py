@@ -13,7 +13,7 @@ import uuid
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,24 +35,16 @@ def default_hardware(db: str) -> list[str]:
     return names
 
 
-def source_profiles_for(db: str, hardware: str, chosen: Sequence[str] = ()) -> list[str]:
+def source_profiles_for(db: str, hardware: str) -> list[str]:
     """The profiles to pre-train a model for `hardware` on: every other profile with
     measurements of the same target kind (a CPU model learns from CPUs: a GPU schedule's
     features describe thread bindings and shared memory, not vectors and caches), or every
-    other profile where none is of that kind. `chosen` narrows that to the named profiles
-    (each must have measurements in the store)."""
+    other profile where none is of that kind."""
     from storage.queries import stored_target
     from tasks.hardware import resolve_profile
 
     kind = resolve_profile(hardware).target_kind
-    measured = default_hardware(db)
-    missing = [h for h in chosen if h not in measured]
-    if missing:
-        raise TenforgeError(f"no measurements of source profile(s) {', '.join(missing)} in "
-                            f"{db}; profiles with data: {', '.join(measured)}")
-    if chosen:
-        return list(chosen)
-    others = [h for h in measured if h != hardware]
+    others = [h for h in default_hardware(db) if h != hardware]
     with Store(db, read_only=True) as store:
         same = [h for h in others if (stored_target(store, h) or ("",))[0] == kind]
     return same or others
