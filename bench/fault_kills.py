@@ -97,8 +97,10 @@ def kill_loop(db: str, kills: int, candidates: int, rng: random.Random,
     return {"lost": lost, "duplicates": duplicates, "inconsistent": broken}
 
 
-def search_args(db: str, trials: int) -> list[str]:
-    return ["search", "--families", "mlp", "--networks", "resnet18,mobilenet_v2",
+def search_args(db: str, trials: int, hardware: str | None = None) -> list[str]:
+    """A small MLP search on resnet18 + mobilenet_v2, on `hardware` (default: every profile)."""
+    scope = ["--hardware", hardware] if hardware else []
+    return ["search", "--families", "mlp", "--networks", "resnet18,mobilenet_v2", *scope,
             "--max-epochs", "60", "--trials", str(trials), "--time-budget", "900", "--seed", "3",
             "--db", db]
 
@@ -119,7 +121,8 @@ def running_trials(db: str) -> list[int]:
             .get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
 
 
-def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> dict:
+def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random,
+                       hardware: str | None = None) -> dict:
     """SIGKILL the search flow while an Optuna trial runs, `kills` times, then finish the study.
     Every killed trial must end FAIL (interrupted) and be run again; the finished trials must
     all be in search_trials; every registered model must load."""
@@ -128,7 +131,7 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
         # the trial the last kill interrupted is still RUNNING in the journal until this run
         # fails it: wait for a trial of this run
         stale = set(running_trials(db))
-        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *search_args(db, trials)],
+        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *search_args(db, trials, hardware)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         start = time.monotonic()
@@ -144,7 +147,7 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random) -> 
             outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) {inside}"
         proc.wait()
         print(f"search kill {number}/{kills}: {outcome}", flush=True)
-    final = cli(*search_args(db, trials))
+    final = cli(*search_args(db, trials, hardware))
     import optuna
 
     from models.search import _storage
