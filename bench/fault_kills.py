@@ -131,7 +131,8 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random,
         # the trial the last kill interrupted is still RUNNING in the journal until this run
         # fails it: wait for a trial of this run
         stale = set(running_trials(db))
-        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *search_args(db, trials, hardware)],
+        proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli",
+                                 *search_args(db, trials, hardware)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         start = time.monotonic()
