@@ -20,6 +20,7 @@ and writes the medians and spreads over seeds to OUT/README.md, with the curves 
         [--variants ms-xgb,learned,instant] [--seeds 0,1,2] [--trials 1000] [--minutes 60]
         [--hardware local-1t] [--out docs/tuning-matrix] [--work data/tuning-matrix]
     .venv/bin/python bench/tuning_matrix.py --report [--out docs/tuning-matrix]
+    .venv/bin/python bench/tuning_matrix.py --write-back STORE  # its candidates, as seed data
 
 Search-time speedup of a variant, per network and seed: the wall time the baseline took to
 reach its best estimated latency within the trial budget / the time the variant took to reach
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 VARIANTS = ("ms-xgb", "learned", "instant")
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
+BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 
 
 def step_curve(points: list[Any]) -> list[list[float]]:
@@ -135,6 +137,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
 
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
+    from bench.cpu_contention import busy_share, other_cpu_ticks
     from bench.tuning import torch_eager_ms
     from core.tvm_env import tvm_version
     from tasks.hardware import resolve_profile
@@ -145,6 +148,13 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     shutil.rmtree(database, ignore_errors=True)  # a cell starts over (see the docstring)
     instant = variant == "instant"
     began = time.time()
+    ticks = {"start": other_cpu_ticks()}
+
+    def report(line: str) -> None:
+        if line.startswith("search ended"):  # next: compile and time the tuned network
+            ticks["search ended"] = other_cpu_ticks()
+        print(f"  [{network} {variant} s{seed}] {line}", flush=True)
+
     result = tune_network(
         network, profile, database, trials=args.top if instant else args.trials,
         minutes=None if instant else args.minutes,
@@ -152,9 +162,13 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         scheduler="instant" if instant else "gradient", flops_share=1.0,
         population=args.samples if instant else None, seed=seed,
         instant_top=args.top if instant else None,
-        report=lambda line: print(f"  [{network} {variant} s{seed}] {line}", flush=True))
+        report=report)
     wall = time.time() - began
     eager = torch_eager_ms(network, profile.num_threads, runs=30)
+    ticks["end"] = other_cpu_ticks()
+    # the rest of the machine's load while searching, and while timing tuned and torch
+    contention = {"search": busy_share(ticks["start"], ticks.get("search ended")),
+                  "timing": busy_share(ticks.get("search ended"), ticks["end"])}
     return {
         "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
         "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
@@ -170,6 +184,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
         "curve": step_curve(result.curve),
         "model": None if variant == "ms-xgb" else model,
+        "other_cpus_busy": contention,
         "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": commit,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(began)),
                        "cores": len(os.sched_getaffinity(0)), "python": platform.python_version()},
@@ -278,6 +293,18 @@ def overlap_lines(db: str, cells: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def neighbours(cells: list[dict[str, Any]]) -> str:
+    """The highest search and timing busy shares of the other vCPUs over `cells`."""
+    def most(window: str) -> str:
+        shares = [c.get("other_cpus_busy", {}).get(window) for c in cells]
+        known = [v for v in shares if v is not None]
+        return f"{max(known):.0%}" if known else "n/a"
+
+    timing = most("timing")
+    flag = " suspect" if timing != "n/a" and float(timing[:-1]) / 100 > BUSY_TIMING else ""
+    return f"{most('search')} / {timing}{flag}"
+
+
 def report(args: argparse.Namespace) -> None:
     from storage.reports import format_table
 
@@ -310,11 +337,12 @@ def report(args: argparse.Namespace) -> None:
             spread([p[1] for p in pairs if p[1] is not None]),
             spread(close) if close else "never",
             "/".join(sorted({c["stop_reason"] for c in mine})),
-            spread([c["tuned_functions"] / c["tir_functions"] for c in mine])))
+            spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
+            neighbours(mine)))
     headers = ["network", "variant", "seeds", "tuned ms", "torch ms", "vs torch (x faster)",
                "trials", "search min", "trials/min", f"search-time speedup vs {VARIANTS[0]}",
                "trial speedup", f"search-time speedup to {NEAR:g}x its final",
-               "stopped by", "functions tuned"]
+               "stopped by", "functions tuned", "other vCPUs busy: search / timing (max)"]
     table = format_table(headers, rows)
     print(table)
     first = cells[0]
@@ -331,6 +359,10 @@ def report(args: argparse.Namespace) -> None:
         "the variant's seconds to that estimate (same seed); the next but one column: to within",
         f"{NEAR - 1:.0%} of it. The estimate exists once every task has a measurement (the first "
         "pass over the tasks).",
+        "Other vCPUs busy: the share of the CPUs outside the bench's affinity that was busy while",
+        "it searched, and while it timed the tuned network and PyTorch (bench/cpu_contention.py);",
+        f"a timing share over {BUSY_TIMING:.0%} makes that cell's ms columns suspect: rerun it "
+        "(delete its file). n/a: a cell from before this was recorded.",
         "",
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
@@ -391,11 +423,19 @@ def main() -> None:
     parser.add_argument("--work", default="data/tuning-matrix",
                         help="models and tuning databases (not committed)")
     parser.add_argument("--report", action="store_true", help="only write the report")
+    parser.add_argument("--write-back", metavar="STORE",
+                        help="only store the finished cells' measured candidates in STORE "
+                             "(bench/matrix_writeback.py), for `tenforge dataset export-seed`")
     args = parser.parse_args()
     if args.report:
         report(args)
         return
     bootstrap()
+    if args.write_back:
+        from bench.matrix_writeback import write_back_cells
+
+        write_back_cells(args.out, args.work, args.write_back)
+        return
     collect(args)
 
 

@@ -71,3 +71,43 @@ def test_shared_tasks_counts_layers_a_held_out_network_shares_with_training_ones
     shared, total, share = shared_tasks(seed_store, "resnet18", ["resnet50"])
     assert 0 < shared < total and 0 < share <= 1  # ResNet-50's 3x3 convolutions are ResNet-18's
     assert shared_tasks(seed_store, "resnet18", []) == (0, total, 0.0)
+
+
+def test_the_other_cpus_busy_share_counts_only_cpus_outside_the_affinity():
+    from bench.cpu_contention import busy_share, other_cpu_ticks
+    from bench.tuning_matrix import neighbours
+
+    # cpuN user nice system idle iowait irq softirq steal
+    before = "cpu 9 9 9 9 9 9 9 9\ncpu0 100 0 0 900 0 0 0 0\ncpu1 50 0 50 900 0 0 0 0\n"
+    after = "cpu 9 9 9 9 9 9 9 9\ncpu0 200 0 0 900 0 0 0 0\ncpu1 80 0 70 940 10 0 0 0\n"
+    start, end = other_cpu_ticks(before, mine={0}), other_cpu_ticks(after, mine={0})
+    assert start == (100, 1000) and end == (150, 1100)
+    assert busy_share(start, end) == 0.5  # cpu1: 50 of 100 ticks busy; cpu0 is ours
+    assert other_cpu_ticks(before, mine={0, 1}) is None  # nothing outside: nothing to say
+    assert busy_share(None, end) is None
+    cells = [{"other_cpus_busy": {"search": 0.05, "timing": 0.6}}, {}]
+    assert neighbours(cells) == "5% / 60% suspect"
+    assert neighbours([{}]) == "n/a / n/a"
+
+
+def test_a_cells_write_back_has_a_stable_run_id_and_skips_a_cell_without_its_database(
+        tmp_path):
+    from bench.matrix_writeback import cell_parameters, cell_run_id, write_back_cells
+
+    cell = {"network": "resnet18", "variant": "learned", "seed": 1, "hardware": "cpu-x-1t",
+            "trials_budget": 1000, "minutes": 60, "trials": 1017, "tuned_ms": 69.1,
+            "model": {"model_id": "lgbm-1"},
+            "provenance": {"started": "2026-11-23T20:27:01", "commit": "abc"}}
+    assert cell_run_id(cell) == cell_run_id(dict(cell))
+    assert cell_run_id(cell) != cell_run_id({**cell, "seed": 2})
+    assert len(cell_run_id(cell)) == 36  # shaped like a flow run's id (shard names use it)
+    params = cell_parameters(cell)
+    assert params["cost_model"] == "lgbm-1" and params["scheduler"] == "gradient"
+    assert cell_parameters({**cell, "variant": "ms-xgb", "model": None})["cost_model"] == \
+        "metaschedule-xgb"
+    (tmp_path / "out" / "cells").mkdir(parents=True)
+    (tmp_path / "out" / "cells" / "resnet18-learned-s1.json").write_text(json.dumps(cell))
+    said = []
+    assert write_back_cells(tmp_path / "out", tmp_path / "work", str(tmp_path / "s.duckdb"),
+                            report=said.append) == []
+    assert said and "no tuning database" in said[0]
