@@ -43,3 +43,22 @@ def busy_share(start: tuple[int, int] | None, end: tuple[int, int] | None) -> fl
     if start is None or end is None or end[1] <= start[1]:
         return None
     return round((end[0] - start[0]) / (end[1] - start[1]), 3)
+
+
+def wait_for_quiet(max_busy: float = 0.1, window_s: float = 5.0, timeout_s: float = 900.0,
+                   sleep=None, ticks=other_cpu_ticks) -> float:
+    """Block until the other CPUs were at most `max_busy` busy over a `window_s` window, or
+    `timeout_s` passed; returns the seconds waited. A bench calls it right before a timing it
+    compares across runs, so work elsewhere on the machine delays that timing instead of
+    skewing it."""
+    import time
+
+    sleep = sleep or time.sleep
+    waited = 0.0
+    while True:
+        start = ticks()
+        sleep(window_s)
+        waited += window_s
+        share = busy_share(start, ticks())
+        if share is None or share <= max_busy or waited >= timeout_s:
+            return waited - window_s  # the last window was the measurement itself

@@ -10,6 +10,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
 Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
 times PyTorch eager on the same input and thread count (median of 30), in the same process.
+Before each of these two timings it waits (up to 15 minutes) until the CPUs outside its affinity
+are quiet, and it records how busy they were (bench/cpu_contention.py): on this 2-vCPU machine
+kind, work on the other vCPU slowed PyTorch's resnet18 by up to 48%.
 
 A cell's result is written (atomically) to OUT/cells/NETWORK-VARIANT-sSEED.json when it ends;
 a cell whose file exists is skipped, so a killed run resumes at the cell it was in (that cell
@@ -137,7 +140,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
 
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
-    from bench.cpu_contention import busy_share, other_cpu_ticks
+    from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
     from bench.tuning import torch_eager_ms
     from core.tvm_env import tvm_version
     from tasks.hardware import resolve_profile
@@ -149,11 +152,15 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     instant = variant == "instant"
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
+    waited = {}
 
     def report(line: str) -> None:
+        print(f"  [{network} {variant} s{seed}] {line}", flush=True)
         if line.startswith("search ended"):  # next: compile and time the tuned network
             ticks["search ended"] = other_cpu_ticks()
-        print(f"  [{network} {variant} s{seed}] {line}", flush=True)
+            # (the search's time is taken by now: waiting here delays the timing, not it)
+            waited["tuned"] = wait_for_quiet()
+            ticks["tuned timing"] = other_cpu_ticks()
 
     result = tune_network(
         network, profile, database, trials=args.top if instant else args.trials,
@@ -164,11 +171,16 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         instant_top=args.top if instant else None,
         report=report)
     wall = time.time() - began
+    ticks["tuned timed"] = other_cpu_ticks()
+    waited["torch"] = wait_for_quiet()
+    ticks["torch timing"] = other_cpu_ticks()
     eager = torch_eager_ms(network, profile.num_threads, runs=30)
     ticks["end"] = other_cpu_ticks()
-    # the rest of the machine's load while searching, and while timing tuned and torch
+    # the rest of the machine's load while searching, and while timing tuned and torch (the
+    # waits for quiet left out)
     contention = {"search": busy_share(ticks["start"], ticks.get("search ended")),
-                  "timing": busy_share(ticks.get("search ended"), ticks["end"])}
+                  "timing": busy_share(*joined(ticks.get("tuned timing"), ticks["tuned timed"],
+                                               ticks["torch timing"], ticks["end"]))}
     return {
         "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
         "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
@@ -184,11 +196,18 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
         "curve": step_curve(result.curve),
         "model": None if variant == "ms-xgb" else model,
-        "other_cpus_busy": contention,
+        "other_cpus_busy": contention, "waited_for_quiet_s": waited,
         "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": commit,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(began)),
                        "cores": len(os.sched_getaffinity(0)), "python": platform.python_version()},
     }
+
+
+def joined(a0, a1, b0, b1) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """Two tick windows, a0-a1 and b0-b1, as one (start, end) pair for busy_share."""
+    if None in (a0, a1, b0, b1):
+        return None, None
+    return (0, 0), (a1[0] - a0[0] + b1[0] - b0[0], a1[1] - a0[1] + b1[1] - b0[1])
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -360,7 +379,9 @@ def report(args: argparse.Namespace) -> None:
         f"{NEAR - 1:.0%} of it. The estimate exists once every task has a measurement (the first "
         "pass over the tasks).",
         "Other vCPUs busy: the share of the CPUs outside the bench's affinity that was busy while",
-        "it searched, and while it timed the tuned network and PyTorch (bench/cpu_contention.py);",
+        "it searched, and while it timed the tuned network and PyTorch (bench/cpu_contention.py;",
+        "before each of those two timings a cell waits, up to 15 minutes, for a 5 s window with",
+        "the others at most 10% busy);",
         f"a timing share over {BUSY_TIMING:.0%} makes that cell's ms columns suspect: rerun it "
         "(delete its file). n/a: a cell from before this was recorded.",
         "",

@@ -111,3 +111,18 @@ def test_a_cells_write_back_has_a_stable_run_id_and_skips_a_cell_without_its_dat
     assert write_back_cells(tmp_path / "out", tmp_path / "work", str(tmp_path / "s.duckdb"),
                             report=said.append) == []
     assert said and "no tuning database" in said[0]
+
+
+def test_waiting_for_quiet_waits_out_a_busy_neighbour_and_gives_up_at_its_timeout():
+    from bench.cpu_contention import wait_for_quiet
+    from bench.tuning_matrix import joined
+
+    readings = iter([(0, 0), (90, 100), (90, 100), (95, 200), (95, 200), (195, 300)])
+    waited = wait_for_quiet(max_busy=0.1, window_s=5, sleep=lambda s: None,
+                            ticks=lambda: next(readings))
+    assert waited == 5  # one busy window (90%), then a quiet one (5%)
+    always_busy = wait_for_quiet(max_busy=0.1, window_s=5, timeout_s=20, sleep=lambda s: None,
+                                 ticks=iter([(i * 100, i * 100) for i in range(20)]).__next__)
+    assert always_busy == 15  # four windows, the last one at the timeout
+    assert joined((0, 0), (10, 100), (50, 500), (80, 600)) == ((0, 0), (40, 200))
+    assert joined(None, (10, 100), (50, 500), (80, 600)) == (None, None)
