@@ -10,6 +10,8 @@
 # Collecting while editing this checkout? Pin the code that measures:
 #   git worktree add /work/seed-collector HEAD
 #   SEED_DB=$PWD/data/seed.duckdb PYTHON=$PWD/.venv/bin/python /work/seed-collector/bench/collect_seed.sh
+# Beside bench/tuning_matrix.py on the same machine, set TENFORGE_PAUSE_FILE to its --pause-file
+# (default data/tuning-matrix/pause): the collection then waits while the matrix times networks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Run from a pinned checkout (a git worktree) while you keep editing the main one: PYTHON may

@@ -34,6 +34,7 @@ x best measured task latency (cold cache), what MetaSchedule's scheduler optimiz
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -142,6 +143,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
     from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
     from bench.tuning import torch_eager_ms
+    from core.pause import pause_others
     from core.tvm_env import tvm_version
     from tasks.hardware import resolve_profile
     from tasks.tuning import tune_network
@@ -153,29 +155,33 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
     waited = {}
+    # From the search's end to the last timing, the pause file asks collections beside this
+    # bench to wait (core/pause.py), then each timing waits for the other vCPUs to be quiet.
+    quiet = contextlib.ExitStack()
 
     def report(line: str) -> None:
         print(f"  [{network} {variant} s{seed}] {line}", flush=True)
         if line.startswith("search ended"):  # next: compile and time the tuned network
             ticks["search ended"] = other_cpu_ticks()
             # (the search's time is taken by now: waiting here delays the timing, not it)
+            quiet.enter_context(pause_others(args.pause_file))
             waited["tuned"] = wait_for_quiet()
             ticks["tuned timing"] = other_cpu_ticks()
 
-    result = tune_network(
-        network, profile, database, trials=args.top if instant else args.trials,
-        minutes=None if instant else args.minutes,
-        cost_model="xgb" if variant == "ms-xgb" else model["path"],
-        scheduler="instant" if instant else "gradient", flops_share=1.0,
-        population=args.samples if instant else None, seed=seed,
-        instant_top=args.top if instant else None,
-        report=report)
+    with quiet:
+        result = tune_network(
+            network, profile, database, trials=args.top if instant else args.trials,
+            minutes=None if instant else args.minutes,
+            cost_model="xgb" if variant == "ms-xgb" else model["path"],
+            scheduler="instant" if instant else "gradient", flops_share=1.0,
+            population=args.samples if instant else None, seed=seed,
+            instant_top=args.top if instant else None, report=report)
+        ticks["tuned timed"] = other_cpu_ticks()
+        waited["torch"] = wait_for_quiet()
+        ticks["torch timing"] = other_cpu_ticks()
+        eager = torch_eager_ms(network, profile.num_threads, runs=30)
+        ticks["end"] = other_cpu_ticks()
     wall = time.time() - began
-    ticks["tuned timed"] = other_cpu_ticks()
-    waited["torch"] = wait_for_quiet()
-    ticks["torch timing"] = other_cpu_ticks()
-    eager = torch_eager_ms(network, profile.num_threads, runs=30)
-    ticks["end"] = other_cpu_ticks()
     # the rest of the machine's load while searching, and while timing tuned and torch (the
     # waits for quiet left out)
     contention = {"search": busy_share(ticks["start"], ticks.get("search ended")),
@@ -443,11 +449,15 @@ def main() -> None:
     parser.add_argument("--out", default="docs/tuning-matrix", help="cells and the report")
     parser.add_argument("--work", default="data/tuning-matrix",
                         help="models and tuning databases (not committed)")
+    parser.add_argument("--pause-file", default="data/tuning-matrix/pause",
+                        help="held while timing: collections run with TENFORGE_PAUSE_FILE set "
+                             "to it wait (core/pause.py); '' for none")
     parser.add_argument("--report", action="store_true", help="only write the report")
     parser.add_argument("--write-back", metavar="STORE",
                         help="only store the finished cells' measured candidates in STORE "
                              "(bench/matrix_writeback.py), for `tenforge dataset export-seed`")
     args = parser.parse_args()
+    args.pause_file = args.pause_file or None
     if args.report:
         report(args)
         return

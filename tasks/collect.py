@@ -104,6 +104,7 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
                 seed: int) -> dict[str, int]:
     """Make sure task `task_id` has `count` distinct candidates for `profile` (fewer if its
     design space has fewer); returns how many were new and how many samples were invalid."""
+    from core.pause import wait_while_paused
     from storage.store import Store
     from tasks.sampling import FEATURE_EXTRACTOR, sample_candidates
 
@@ -113,6 +114,7 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
         mod_json = store.task_modules([task_id])[task_id]
     if len(known) >= count:
         return {"new": 0, "invalid": 0}
+    wait_while_paused()  # a benchmark asked for a quiet machine (core/pause.py)
     candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known)
     with Store(db) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)

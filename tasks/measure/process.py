@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from core.paths import PROJECT_ROOT
+from core.pause import wait_while_paused
 from tasks.measure.protocol import Duplex, Unprepared
 
 
@@ -70,6 +71,8 @@ class Worker:
 
     def call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """The handler's result; raises WorkerFailure or RuntimeError (handler error text)."""
+        # before the request and outside its timeout: a pause never stretches a measurement
+        wait_while_paused()
         if self.process is None or self.process.poll() is not None:
             self._start()
         try:

@@ -1,0 +1,43 @@
+"""core/pause.py: a bench's pause file holds measurement work between requests, never during
+one, and a pause file left by a killed bench holds nothing."""
+
+import subprocess
+import sys
+import threading
+import time
+
+from core.pause import PAUSE_FILE_ENV, pause_others, wait_while_paused
+
+
+def test_no_pause_file_configured_means_no_wait(monkeypatch):
+    monkeypatch.delenv(PAUSE_FILE_ENV, raising=False)
+    assert wait_while_paused(poll_s=0.01) == 0.0
+
+
+def test_work_waits_while_a_live_process_holds_the_file(monkeypatch, tmp_path):
+    path = tmp_path / "pause"
+    monkeypatch.setenv(PAUSE_FILE_ENV, str(path))
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        path.write_text(str(holder.pid))
+        threading.Timer(0.3, path.unlink).start()  # the bench is done timing
+        began = time.monotonic()
+        waited = wait_while_paused(poll_s=0.05)
+        assert waited > 0 and time.monotonic() - began >= 0.25
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_file_left_by_a_dead_process_or_by_oneself_holds_nothing(monkeypatch, tmp_path):
+    path = tmp_path / "pause"
+    monkeypatch.setenv(PAUSE_FILE_ENV, str(path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path.write_text(str(dead.pid))  # a bench killed with -9 while timing
+    assert wait_while_paused(poll_s=0.01) == 0.0
+    with pause_others(path):  # the bench's own measurements are never held by its own file
+        assert path.exists() and wait_while_paused(poll_s=0.01) == 0.0
+    assert not path.exists()
+    with pause_others(None):
+        pass
