@@ -34,6 +34,7 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
             "trials": cell["trials_budget"], "minutes": cell["minutes"],
             "cost_model": model.get("model_id", "metaschedule-xgb"),
             "scheduler": "instant" if cell["variant"] == "instant" else "gradient",
+            "warm_start": cell.get("warm_start"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}
 

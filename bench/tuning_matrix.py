@@ -7,6 +7,8 @@ Variants (the first is the baseline the search-time speedup is measured against)
            matrix held out: it never saw the networks it tunes (as a user's own network)
   instant  the same model, no search: per task, rank --samples sampled candidates and measure
            the top --top
+  warm     the same model searching, after measuring its top --warm per task first (out of
+           the same budget: the estimate exists within minutes, and the search starts there)
 Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
 times PyTorch eager on the same input and thread count (median of 30), in the same process.
@@ -49,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("ms-xgb", "learned", "instant")
+VARIANTS = ("ms-xgb", "learned", "instant", "warm")
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 
@@ -118,7 +120,10 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
 
     index_path = work / "models.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
-    key = json.dumps([family, params, sorted(holdout), seed, profile_name], sort_keys=True)
+    from models.trace_features import SUMMARY_VERSION
+
+    key = json.dumps([family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION],
+                     sort_keys=True)
     if key in index and Path(index[key]["path"]).exists():
         return index[key]
     hardware = [h for h in default_hardware(db) if h.endswith("-1t") and h.startswith("cpu-")]
@@ -175,7 +180,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             cost_model="xgb" if variant == "ms-xgb" else model["path"],
             scheduler="instant" if instant else "gradient", flops_share=1.0,
             population=args.samples if instant else None, seed=seed,
-            instant_top=args.top if instant else None, report=report)
+            instant_top=args.top if instant else None,
+            warm_start=args.warm if variant == "warm" else None, report=report)
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -190,6 +196,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     return {
         "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
         "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
+        "warm_start": args.warm if variant == "warm" else None,
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
         "wall_s": round(wall, 1), "search_threads": result.search_threads,
@@ -411,7 +418,7 @@ def plot(cells: list[dict[str, Any]], path: Path) -> None:
 
     networks = sorted({c["network"] for c in cells})
     fig, axes = plt.subplots(len(networks), 1, figsize=(8, 3.6 * len(networks)), squeeze=False)
-    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green")))
+    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
     for ax, network in zip(axes[:, 0], networks):
         for c in (c for c in cells if c["network"] == network and c["curve"]):
             wall = [p[1] / 60 for p in c["curve"]]
@@ -440,6 +447,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60, help="a search cell's deadline")
     parser.add_argument("--samples", type=int, default=256, help="instant: ranked per task")
     parser.add_argument("--top", type=int, default=8, help="instant: measured per task")
+    parser.add_argument("--warm", type=int, default=4,
+                        help="warm: the model's picks measured per task before the search")
     parser.add_argument("--hardware", default="local-1t")
     parser.add_argument("--family", default="lgbm")
     parser.add_argument("--params", default='{"trace_features": true}',

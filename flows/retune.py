@@ -21,7 +21,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            flops_share: float = 0.9, population: PositiveInt | None = None,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
-           db: str | None = None) -> dict:
+           warm_start: PositiveInt | None = None, db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -47,10 +47,13 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         out: also write the tuned network as a deployable folder here (a new folder; see
             `tenforge compile`); a skipped retune writes the last tuning's.
         input_size: a zoo network's image side / sequence length (default: its own).
+        warm_start: before the search, measure the learned model's top K of 256 ranked
+            candidates per task (out of `trials`); the search starts from them.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
-                           flops_share, batch_size, seed, population, out, input_size)
+                           flops_share, batch_size, seed, population, out, input_size,
+                           warm_start)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

@@ -6,7 +6,7 @@ decisions that distinguish candidates of one design space (tile factors, the unr
 a producer is computed). TLP ranks candidates from the trace's primitive sequence alone; this
 is a fixed-length summary of it that tree models can take:
 
-- how often each schedule primitive occurs (log1p), before the postprocessors;
+- how often each schedule primitive occurs (log1p), the postprocessors' included;
 - the first TILES SamplePerfectTile decisions in trace order, FACTORS factors each, as log2
   (a design space tiles its loops in the same order for every candidate, so a position means
   the same loop across candidates of a task);
@@ -15,6 +15,12 @@ is a fixed-length summary of it that tree models can take:
 
 The trace JSON is MetaSchedule's: [instructions, decisions], an instruction being
 [kind, inputs, attrs, outputs] and a decision [instruction index, value].
+
+The EnterPostproc marker is skipped, not a stop: the seed's sampled traces (until
+2026-11-23) carry the postprocessors' instructions without it, MetaSchedule's search traces
+(what the tuning adapter ranks, and tuning write-back rows) with it. Stopping at the marker
+gave one schedule two summaries: a model trained on sampled rows ranked the search's
+candidates with their Parallel, Vectorize, Unroll and DecomposeReduction counts cut off.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ PRIMITIVES = ("Split", "Fuse", "Reorder", "Parallel", "Vectorize", "Unroll", "Bi
               "DecomposeReduction", "RFactor", "StorageAlign", "Annotate", "TransformLayout",
               "Pad")
 TILES, FACTORS, CATEGORICAL, LOCATIONS = 8, 4, 4, 4
+# Bumped when the same trace summarizes differently (2: EnterPostproc skipped, not a stop).
+SUMMARY_VERSION = 2
 DIM = len(PRIMITIVES) + TILES * FACTORS + CATEGORICAL + LOCATIONS + 1  # + total length
 
 
@@ -52,9 +60,11 @@ def summarize(steps: Iterable[tuple[str, Sequence[Any], Any]], length: int) -> n
     tiles: list[list[float]] = []
     categorical: list[float] = []
     locations: list[float] = []
+    markers = 0
     for kind, attrs, decision in steps:
         if kind == "EnterPostproc":
-            break  # what the postprocessors did follows from the decisions before it
+            markers += 1  # the same schedule summarizes the same with or without it
+            continue
         if kind in counts:
             counts[kind] += 1
         if kind == "SamplePerfectTile" and decision is not None:
@@ -74,7 +84,7 @@ def summarize(steps: Iterable[tuple[str, Sequence[Any], Any]], length: int) -> n
     out[at: at + len(categorical[:CATEGORICAL])] = categorical[:CATEGORICAL]
     at += CATEGORICAL
     out[at: at + len(locations[:LOCATIONS])] = locations[:LOCATIONS]
-    out[-1] = math.log1p(length)
+    out[-1] = math.log1p(length - markers)
     return out
 
 

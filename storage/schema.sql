@@ -189,7 +189,8 @@ CREATE TABLE tuning_runs (
     stop_reason         VARCHAR,              -- trials | deadline | interrupt | exhausted | error
     measure_s           DOUBLE,               -- of search_s, building and running candidates
     search_threads      INTEGER,              -- threads of the evolutionary search
-    search_population   INTEGER               -- the population it used per round
+    search_population   INTEGER,              -- the population it used per round
+    warm_start          INTEGER               -- model-ranked candidates measured per task first
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -41,9 +41,12 @@ def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, 
 def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  profile: HardwareProfile, database: Any, model_path: str, log: Any,
                  measurer: Any, samples: int, measure_top: int, seed: int,
-                 report: Callable[[str], None] = print) -> None:
+                 report: Callable[[str], None] = print,
+                 context_of: list[int] | None = None) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
-    (a TuningLog) gets every measured batch, as the search's callback would feed it."""
+    (a TuningLog) gets every measured batch, as the search's callback would feed it, under
+    the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
+    may give a task several contexts)."""
     from core.tvm_env import load_tvm
     from models.dataset import dataset_from_features
     from models.registry import load_model
@@ -79,7 +82,8 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         log.add_measure_time(time.monotonic() - measuring)
         next_id += len(top)
         _commit(database, task_mod, target, [(c.trace_json, r) for c, r in zip(top, results)])
-        log.add(context, [None if r.error_kind else list(r.run_secs) for r in results])
+        log.add(context if context_of is None else context_of[context],
+                [None if r.error_kind else list(r.run_secs) for r in results])
         failed = [r.error_kind for r in results if r.error_kind]
         report(f"{task.task_name}: ranked {len(candidates)} candidates, measured the top "
                f"{len(top)} in {time.monotonic() - started:.1f} s"

@@ -127,6 +127,7 @@ class RetuneSpec(Spec):
     population: int | None  # None: chosen per round (tasks.tuning.contexts.search_population)
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
+    warm_start: int | None = None  # the model's top K per task measured before the search
 
 
 def check_loadable(path: str) -> None:
@@ -147,7 +148,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
                     population: int | None = None, out: str | None = None,
-                    input_size: int | None = None) -> RetuneSpec:
+                    input_size: int | None = None, warm_start: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from tasks.network_registry import check_registrable
@@ -223,6 +224,15 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
+    if warm_start is not None:
+        check_positive_ints(warm_start=warm_start)
+        if scheduler == "instant":
+            raise TenforgeError("--warm-start precedes a search; the instant scheduler "
+                                "measures the model's top candidates alone: leave one out")
+        if model_path is None:
+            raise TenforgeError(f"--warm-start ranks candidates with a learned model and "
+                                f"this retune uses {BASELINE}: name a registered model (or "
+                                "leave --cost-model out where the store has one)")
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
@@ -230,7 +240,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       input_size=(0 if not workload.is_zoo else input_size
                                   or ZOO[workload.name].default_size),
                       seed=seed, population=population,
-                      model_choice=choice, out=out)
+                      model_choice=choice, out=out, warm_start=warm_start)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -249,7 +259,8 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last["trials_budget"] == spec.trials
             and last["scheduler"] == spec.scheduler
             and last["flops_share"] == spec.flops_share
-            and last["population"] == spec.population)
+            and last["population"] == spec.population
+            and last.get("warm_start") == spec.warm_start)
     return last if same else None
 
 
@@ -329,7 +340,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           minutes=spec.minutes,
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,
-                          population=spec.population,
+                          population=spec.population, warm_start=spec.warm_start,
                           batch_size=spec.batch_size, input_size=spec.input_size,
                           report=report, on_trials=on_trials)
     row = {
@@ -351,6 +362,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "database_dir": str(work_dir), "tvm_version": tvm_version(),
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
         "measure_s": result.measure_s, "search_threads": result.search_threads,
+        "warm_start": spec.warm_start,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

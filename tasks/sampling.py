@@ -72,6 +72,10 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
             # A decision provider returning None makes every Sample* instruction draw anew.
             spaces[space_index].apply_to_schedule(sch, remove_postproc=True,
                                                   decision_provider=lambda *_: None)
+            # marked as MetaSchedule marks it: a search replaying this trace (a warm start,
+            # a database it resumes from) strips the postprocessors before applying its own;
+            # unmarked, they ran twice ("old_outputs.size() == new_outputs.size()")
+            sch.enter_postproc()
             valid = all(p.apply(sch) for p in postprocs)
         except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses for invalid samples
             valid = False

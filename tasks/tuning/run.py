@@ -61,6 +61,21 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
             "tir_functions": run["tir_functions"]}
 
 
+def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) -> None:
+    """A warm start needs a learned model to rank with and a search to hand over to."""
+    if warm_start is None:
+        return
+    if warm_start < 1:
+        raise TenforgeError(f"warm start {warm_start}: measure at least 1 candidate per task "
+                            "(or leave it out)")
+    if cost_model in ("xgb", "metaschedule-xgb"):
+        raise TenforgeError("a warm start ranks candidates with a learned model: pass a "
+                            "registered model as the cost model, not MetaSchedule's XGB")
+    if scheduler == "instant":
+        raise TenforgeError("a warm start precedes a search; the instant scheduler already "
+                            "measures the model's top candidates alone (--instant-top)")
+
+
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
                  trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
@@ -70,7 +85,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  constraints: bool = True, report: Callable[[str], None] = print,
                  on_trials: Callable[[int], None] | None = None,
                  instant_top: int | None = None,
-                 search_threads: int | None = None) -> TuningResult:
+                 search_threads: int | None = None,
+                 warm_start: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -79,7 +95,12 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks) out of `population` ranked by the model (tasks.instant).
     `search_threads` (default: every core this process may use) run the evolutionary search;
-    measuring never overlaps it, so the measurement's thread count is the profile's alone."""
+    measuring never overlaps it, so the measurement's thread count is the profile's alone.
+    `warm_start` (a learned `cost_model` and a searching scheduler): before the search, measure
+    the model's top `warm_start` of INSTANT_SAMPLES ranked candidates per task, as instant
+    tuning does, out of the same trial budget. Every task then has a measured schedule within
+    minutes (the estimate exists from there), and the search starts from those records, which
+    MetaSchedule's evolutionary search seeds its population with."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -87,6 +108,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
+    check_warm_start(warm_start, cost_model, scheduler)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -142,6 +164,16 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
         with stop_on_signals(log), survive_search_errors(log):
+            if warm_start:
+                from tasks.instant import instant_tune
+
+                report(f"warm start: per task, rank {INSTANT_SAMPLES} sampled candidates with "
+                       f"the model and measure the top {warm_start}, then search")
+                first_context = [log.context_task.index(t) for t in range(len(chosen))]
+                instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
+                             database, cost_model, log, measurer, samples=INSTANT_SAMPLES,
+                             measure_top=warm_start, seed=seed, report=report,
+                             context_of=first_context)
             if instant:
                 from tasks.instant import instant_tune, measure_top_for
 
@@ -152,12 +184,13 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                 instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                              database, cost_model, log, measurer, samples=population,
                              measure_top=top, seed=seed, report=report)
-            else:
+            elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                 ms.tune_tasks(tasks=contexts,
                               task_weights=[log.context_weight(c)
                                             for c in range(len(contexts))],
                               work_dir=str(work_dir),
-                              max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                              max_trials_global=max(trials - log.trials, 0),
+                              num_trials_per_iter=trials_per_iter,
                               builder=ms_builder(measurer, log.add_measure_time),
                               runner=ms_runner(measurer, log.add_measure_time),
                               database=database, cost_model=model,

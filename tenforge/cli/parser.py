@@ -242,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evolutionary search population per round (default: 8x the "
                         "candidates a round measures, 64 to 256; instant: 256 ranked per "
                         "task; smaller: faster rounds)")
+    p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
+                   help="before the search, measure the learned model's top K of 256 ranked "
+                        "candidates per task (as instant does), out of --trials: every task "
+                        "has a good schedule within minutes and the search starts from them")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--input-size", type=_positive, default=None,
                    help="zoo networks: image side / sequence length (default: the network's "

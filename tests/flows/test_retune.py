@@ -264,6 +264,32 @@ def test_instant_tuning_gives_every_tuned_task_a_model_chosen_schedule(store_wit
 
 
 @pytest.mark.slow
+def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
+        store_with_model):
+    """--warm-start K: the model's top K per task are measured before the search, out of the
+    same budget; the estimate exists once they are, and the search spends the rest."""
+    db, model_id = store_with_model
+    result = run_cli(*RETUNE, "--warm-start", "2", "--trials", "16", "--flops-share", "1.0",
+                     "--force", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = result.stdout + result.stderr
+    assert "warm start: per task, rank 256 sampled candidates with the model and measure the " \
+        "top 2, then search" in said
+    newest = _tuning_rows(db)[-1]
+    assert newest["cost_model"] == model_id and newest["warm_start"] == 2
+    assert newest["scheduler"] == "gradient" and newest["trials"] == 16
+    tasks = newest["tasks_tuned"]
+    assert tasks == 4 and newest["tuned_functions"] == tasks
+    with Store(db, read_only=True) as store:
+        curve = store.query("SELECT trials, estimated_latency_s FROM tuning_curve WHERE "
+                            "tuning_id = ? ORDER BY point", [newest["tuning_id"]])
+    # the warm phase: one batch of 2 per task, the estimate complete after the last of them
+    assert [t for t, _ in curve[:tasks]] == [2 * (i + 1) for i in range(tasks)]
+    assert curve[tasks - 2][1] is None and curve[tasks - 1][1] is not None
+    assert curve[-1][0] == 16 and curve[-1][1] <= curve[tasks - 1][1]  # then the search
+
+
+@pytest.mark.slow
 def test_a_killed_retune_resumes_and_a_sigterm_keeps_what_it_measured(store_with_model):
     """SIGKILL mid-search (nothing gets to clean up), then the same request again: it starts
     from what the killed run measured. A SIGTERM then (what `timeout`, a worker or a service

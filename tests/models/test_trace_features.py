@@ -28,10 +28,15 @@ def test_the_summary_counts_primitives_and_reads_the_decisions():
              ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v7"]],
              ["SampleComputeLocation", ["b0"], [], ["l8"]],
              ["EnterPostproc", [], [], []],
-             ["Split", ["x"], [], []]]  # after EnterPostproc: not counted
+             ["Parallel", ["x"], [], []]]  # a postprocessor's: counted, the marker not
     vector = trace_vector(json.dumps([insts, [[2, [1, 2, 8, 4]], [4, 2], [5, -1]]]))
     assert vector.shape == (DIM,) and vector.dtype == np.float32
     assert vector[PRIMITIVES.index("Split")] == pytest.approx(np.log1p(1))
+    assert vector[PRIMITIVES.index("Parallel")] == pytest.approx(np.log1p(1))
+    # the same schedule without the marker (how sampled traces were stored) summarizes the same
+    unmarked = [inst for inst in insts if inst[0] != "EnterPostproc"]
+    assert np.array_equal(trace_vector(json.dumps([unmarked, [[2, [1, 2, 8, 4]], [4, 2],
+                                                              [5, -1]]])), vector)
     tiles = len(PRIMITIVES)
     assert list(vector[tiles:tiles + FACTORS]) == [0, 1, 3, 2]  # log2 of 1, 2, 8, 4
     categorical = tiles + 8 * FACTORS
