@@ -155,6 +155,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
+    from tasks.tuning.run import check_warm_start
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
@@ -224,15 +225,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
-    if warm_start is not None:
-        check_positive_ints(warm_start=warm_start)
-        if scheduler == "instant":
-            raise TenforgeError("--warm-start precedes a search; the instant scheduler "
-                                "measures the model's top candidates alone: leave one out")
-        if model_path is None:
-            raise TenforgeError(f"--warm-start ranks candidates with a learned model and "
-                                f"this retune uses {BASELINE}: name a registered model (or "
-                                "leave --cost-model out where the store has one)")
+    check_warm_start(warm_start, model_path or "xgb", scheduler)
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,

@@ -62,18 +62,20 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) -> None:
-    """A warm start needs a learned model to rank with and a search to hand over to."""
+    """A warm start needs a learned model to rank with and a search to hand over to
+    (`cost_model`: a model artifact, or "xgb" for MetaSchedule's)."""
     if warm_start is None:
         return
     if warm_start < 1:
-        raise TenforgeError(f"warm start {warm_start}: measure at least 1 candidate per task "
+        raise TenforgeError(f"--warm-start {warm_start}: measure at least 1 candidate per task "
                             "(or leave it out)")
     if cost_model in ("xgb", "metaschedule-xgb"):
-        raise TenforgeError("a warm start ranks candidates with a learned model: pass a "
-                            "registered model as the cost model, not MetaSchedule's XGB")
+        raise TenforgeError("--warm-start ranks candidates with a learned model and this run "
+                            "uses MetaSchedule's XGB: name a registered model (or leave "
+                            "--cost-model out where the store has one)")
     if scheduler == "instant":
-        raise TenforgeError("a warm start precedes a search; the instant scheduler already "
-                            "measures the model's top candidates alone (--instant-top)")
+        raise TenforgeError("--warm-start precedes a search; the instant scheduler measures "
+                            "the model's top candidates alone: leave one of them out")
 
 
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
