@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from tenforge.cli import bootstrap  # noqa: E402
 
@@ -80,6 +82,18 @@ def train_models(db: str, source: str, target: str, exclude: list[str], family: 
 def torch_eager_ms(network: str, threads: int, runs: int = 20) -> float:
     model, inputs = build_network(network, 1)
     return eager_ms(model, inputs, threads, runs)
+
+
+def torch_eager_ms_fresh(network: str, threads: int, runs: int = 20) -> float:
+    """torch_eager_ms in a new Python process (same CPU affinity): a process that sampled and
+    ranked candidates first (instant tuning) timed PyTorch's resnet18 at 94 ms, a fresh one
+    at 64-69 ms on the same quiet core."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from bench.tuning import "
+            "torch_eager_ms; print(torch_eager_ms(sys.argv[2], int(sys.argv[3]), "
+            "int(sys.argv[4])))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), network, str(threads),
+                          str(runs)], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def eager_ms(model, inputs, threads: int, runs: int = 20) -> float:

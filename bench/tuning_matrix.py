@@ -11,7 +11,7 @@ Variants (the first is the baseline the search-time speedup is measured against)
            the same budget: the estimate exists within minutes, and the search starts there)
 Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
-times PyTorch eager on the same input and thread count (median of 30), in the same process.
+times PyTorch eager on the same input and thread count (median of 30), in a fresh process.
 Before each of these two timings it waits (up to 15 minutes) until the CPUs outside its affinity
 are quiet, and it records how busy they were (bench/cpu_contention.py): on this 2-vCPU machine
 kind, work on the other vCPU slowed PyTorch's resnet18 by up to 48%.
@@ -147,7 +147,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
     from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
-    from bench.tuning import torch_eager_ms
+    from bench.tuning import torch_eager_ms_fresh
     from core.pause import pause_others
     from core.tvm_env import tvm_version
     from tasks.hardware import resolve_profile
@@ -185,7 +185,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
-        eager = torch_eager_ms(network, profile.num_threads, runs=30)
+        eager = torch_eager_ms_fresh(network, profile.num_threads, runs=30)
         ticks["end"] = other_cpu_ticks()
     wall = time.time() - began
     # the rest of the machine's load while searching, and while timing tuned and torch (the
@@ -197,6 +197,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
         "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
         "warm_start": args.warm if variant == "warm" else None,
+        "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
         "wall_s": round(wall, 1), "search_threads": result.search_threads,
