@@ -464,8 +464,9 @@ def main() -> None:
                              "to it wait (core/pause.py); '' for none")
     parser.add_argument("--report", action="store_true", help="only write the report")
     parser.add_argument("--write-back", metavar="STORE",
-                        help="only store the finished cells' measured candidates in STORE "
-                             "(bench/matrix_writeback.py), for `tenforge dataset export-seed`")
+                        help="only store the finished cells' measured candidates in STORE, a "
+                             "store holding the seed (bench/matrix_writeback.py), for "
+                             "`tenforge dataset export-seed`")
     args = parser.parse_args()
     args.pause_file = args.pause_file or None
     if args.report:
