@@ -328,14 +328,17 @@ def overlap_lines(db: str, cells: list[dict[str, Any]]) -> list[str]:
 
 def neighbours(cells: list[dict[str, Any]]) -> str:
     """The highest search and timing busy shares of the other vCPUs over `cells`."""
-    def most(window: str) -> str:
-        shares = [c.get("other_cpus_busy", {}).get(window) for c in cells]
-        known = [v for v in shares if v is not None]
-        return f"{max(known):.0%}" if known else "n/a"
+    def most(window: str) -> float | None:
+        known = [v for v in (c.get("other_cpus_busy", {}).get(window) for c in cells)
+                 if v is not None]
+        return max(known) if known else None
+
+    def shown(share: float | None) -> str:
+        return "n/a" if share is None else f"{share:.0%}"
 
     timing = most("timing")
-    flag = " suspect" if timing != "n/a" and float(timing[:-1]) / 100 > BUSY_TIMING else ""
-    return f"{most('search')} / {timing}{flag}"
+    flag = " suspect" if timing is not None and timing > BUSY_TIMING else ""
+    return f"{shown(most('search'))} / {shown(timing)}{flag}"
 
 
 def report(args: argparse.Namespace) -> None:

@@ -191,7 +191,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                               task_weights=[log.context_weight(c)
                                             for c in range(len(contexts))],
                               work_dir=str(work_dir),
-                              max_trials_global=max(trials - log.trials, 0),
+                              max_trials_global=trials - log.trials,
                               num_trials_per_iter=trials_per_iter,
                               builder=ms_builder(measurer, log.add_measure_time),
                               runner=ms_runner(measurer, log.add_measure_time),
