@@ -10,6 +10,7 @@ from pydantic import PositiveInt
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
+from tasks.graphs import Graph
 from tasks.retune import validate_retune
 from tasks.tuning import Scheduler
 
@@ -21,7 +22,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            flops_share: float = 0.9, population: PositiveInt | None = None,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
-           warm_start: PositiveInt | None = None, db: str | None = None) -> dict:
+           warm_start: PositiveInt | None = None, graph: Graph = "exported",
+           db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -49,17 +51,20 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         input_size: a zoo network's image side / sequence length (default: its own).
         warm_start: before the search, measure the learned model's top K of 256 ranked
             candidates per task (out of `trials`); the search starts from them.
+        graph: how the network is prepared before tuning: exported (as torch.export gives
+            it), folded (what depends on the weights alone runs once, at load; operators
+            after a convolution fuse into it) or nhwc (folded, convolutions in NHWC).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
-                           warm_start)
+                           warm_start, graph)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:
         if not spec.workload.is_zoo:
             t.register_workload(spec.db, spec.workload, spec.hardware)
-        current = t.network_hash(spec.workload, batch_size, spec.input_size)
+        current = t.network_hash(spec.workload, batch_size, spec.input_size, spec.graph)
         last = None if force else t.unchanged_tuning(spec, current)
         if last is not None:
             summary.update(skipped=True, last_tuning_id=last["tuning_id"],

@@ -264,8 +264,9 @@ def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
 
 
 def network_family(label: str) -> str:
-    """The network a label names, whatever its size and batch: resnet18@160:4 -> resnet18."""
-    return label.split("@", 1)[0]
+    """The network a label names, whatever its size, batch and graph preparation:
+    resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (tasks.workloads.GRAPHS)."""
+    return label.split("@", 1)[0].split("+", 1)[0]
 
 
 def dataset_from_features(features: list[np.ndarray], hardware_name: str,

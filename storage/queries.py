@@ -191,15 +191,16 @@ def measured_top1(store: Store, model_id: str, hardware: str) -> float | None:
 
 
 def unfinished_retunes(store: Store, besides: str, hardware: str, network: str,
-                       batch_size: int) -> list[str]:
-    """Run ids of retunes of this network, batch and profile that never completed and recorded
-    no result, newest first (`besides`: the current run)."""
+                       batch_size: int, graph: str = "exported") -> list[str]:
+    """Run ids of retunes of this network, batch, graph preparation and profile that never
+    completed and recorded no result, newest first (`besides`: the current run)."""
     return [r for (r,) in store.query(
         "SELECT run_id FROM runs WHERE flow = 'retune' AND status <> 'completed' AND "
         "run_id <> ? AND hardware = ? AND json_extract_string(parameters_json, 'network') "
         "= ? AND TRY_CAST(json_extract_string(parameters_json, 'batch_size') AS INTEGER) "
-        "= ? AND run_id NOT IN (SELECT tuning_id FROM tuning_runs) ORDER BY started_at DESC",
-        [besides, hardware, network, batch_size])]
+        "= ? AND coalesce(json_extract_string(parameters_json, 'graph'), 'exported') = ? "
+        "AND run_id NOT IN (SELECT tuning_id FROM tuning_runs) ORDER BY started_at DESC",
+        [besides, hardware, network, batch_size, graph])]
 
 
 def tuning_curve_points(store: Store, tuning_id: str) -> list[tuple[int, float, float]]:

@@ -190,7 +190,8 @@ CREATE TABLE tuning_runs (
     measure_s           DOUBLE,               -- of search_s, building and running candidates
     search_threads      INTEGER,              -- threads of the evolutionary search
     search_population   INTEGER,              -- the population it used per round
-    warm_start          INTEGER               -- model-ranked candidates measured per task first
+    warm_start          INTEGER,              -- model-ranked candidates measured per task first
+    graph               VARCHAR DEFAULT 'exported'  -- how the network was prepared (GRAPHS)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -78,9 +78,13 @@ def register_network(db: str, profile: HardwareProfile, network: str | Workload,
 
 
 def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
-                     batch_size: int, input_size: int | None = None) -> dict[str, int]:
-    """register_network's work; workload hash -> task id, in the network's task order."""
+                     batch_size: int, input_size: int | None = None,
+                     graph: str = "exported") -> dict[str, int]:
+    """register_network's work; workload hash -> task id, in the network's task order.
+    A `graph` other than "exported" (tasks.workloads.GRAPHS) is stored as a network of its
+    own name (tasks.workloads.stored_network_name)."""
     from storage.store import Store
+    from tasks.graphs import stored_network_name
     from tasks.network_registry import ensure_registered
     from tasks.networks import network_def
     from tasks.sources import ZOO
@@ -92,10 +96,11 @@ def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
     else:  # its inputs bring their own sizes
         ensure_registered(db, workload, profile.target)
         size = 0
-    tasks = extract_network_tasks(workload, batch_size, size, profile.target)
+    tasks = extract_network_tasks(workload, batch_size, size, profile.target, graph)
     with Store(db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())
-        network_id = store.upsert_network(workload.name, batch_size, size)
+        network_id = store.upsert_network(stored_network_name(workload.name, graph),
+                                          batch_size, size)
         ids = store.upsert_tasks(tasks, network_id)
     return {t.workload_hash: ids[t.workload_hash] for t in tasks}
 

@@ -61,6 +61,7 @@ class CompileSpec(Spec):
     batch_size: int
     input_size: int
     network_hash: str
+    graph: str
     database_dir: str
     cost_model: str
     tuned_latency_s: float
@@ -115,6 +116,7 @@ def validate_compile(db: str | None, network: str, hardware: str, tuning_id: str
                        tuning_id=chosen,
                        out=str(destination), batch_size=row["batch_size"],
                        input_size=row["input_size"], network_hash=row["network_hash"],
+                       graph=row.get("graph") or "exported",
                        database_dir=row["database_dir"], cost_model=row["cost_model"],
                        tuned_latency_s=row["tuned_latency_s"])
 
@@ -138,7 +140,8 @@ def compile_deployable(spec: CompileSpec, report: Callable[[str], None] = print
     from tvm.s_tir import meta_schedule as ms
     from tvm.target import Target
 
-    fused, weights, inputs = import_with_weights(spec.workload, spec.batch_size, spec.input_size)
+    fused, weights, inputs = import_with_weights(spec.workload, spec.batch_size, spec.input_size,
+                                                 spec.graph)
     if structural_hash_hex(fused) != spec.network_hash:
         raise TenforgeError(f"{spec.network} imports differently from when tuning run "
                             f"{spec.tuning_id} tuned it (its code or TVM changed); retune it")
@@ -170,7 +173,7 @@ def compile_deployable(spec: CompileSpec, report: Callable[[str], None] = print
             "network": spec.network, "source": spec.workload.kind,
             "content_hash": spec.workload.content_hash or None,
             "batch_size": spec.batch_size,
-            "input_size": spec.input_size,
+            "input_size": spec.input_size, "graph": spec.graph,
             "inputs": [{"name": f"input{i}", **sig} for i, sig in enumerate(input_signature)],
             "outputs": timed["outputs"],
             "library": LIBRARY, "weights": {"file": WEIGHTS, "names": names},

@@ -152,11 +152,12 @@ def stage_calibration(db: str, hardware: str, candidates: int) -> list[int]:
 
 
 @task(name="network-hash", tags=["tvm"], task_run_name="import {workload.name}")
-def network_hash(workload: Workload, batch_size: int, input_size: int) -> str:
+def network_hash(workload: Workload, batch_size: int, input_size: int,
+                 graph: str = "exported") -> str:
     """Structural hash of the network as TVM imports it (did the network change?)."""
     from tasks.retune import network_hash as compute
 
-    return compute(workload, batch_size, input_size)
+    return compute(workload, batch_size, input_size, graph)
 
 
 @task(name="register-workload", tags=["tvm"], task_run_name="register {workload.name}")

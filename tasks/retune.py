@@ -128,6 +128,7 @@ class RetuneSpec(Spec):
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
     warm_start: int | None = None  # the model's top K per task measured before the search
+    graph: str = "exported"  # how the network is prepared before tuning (workloads.GRAPHS)
 
 
 def check_loadable(path: str) -> None:
@@ -148,9 +149,11 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     minutes: float | None, cost_model: str | None, scheduler: str,
                     flops_share: float, batch_size: int, seed: int,
                     population: int | None = None, out: str | None = None,
-                    input_size: int | None = None, warm_start: int | None = None) -> RetuneSpec:
+                    input_size: int | None = None, warm_start: int | None = None,
+                    graph: str = "exported") -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
+    from tasks.graphs import check_graph
     from tasks.network_registry import check_registrable
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
@@ -159,6 +162,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
+    check_graph(graph)
     workload = resolve_workload(network, path)
     check_registrable(path, workload)
     profile = resolve_profile(hardware)
@@ -233,7 +237,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       input_size=(0 if not workload.is_zoo else input_size
                                   or ZOO[workload.name].default_size),
                       seed=seed, population=population,
-                      model_choice=choice, out=out, warm_start=warm_start)
+                      model_choice=choice, out=out, warm_start=warm_start, graph=graph)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -253,15 +257,17 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last["scheduler"] == spec.scheduler
             and last["flops_share"] == spec.flops_share
             and last["population"] == spec.population
-            and last.get("warm_start") == spec.warm_start)
+            and last.get("warm_start") == spec.warm_start
+            and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
 
-def network_hash(network: str | Workload, batch_size: int, input_size: int) -> str:
+def network_hash(network: str | Workload, batch_size: int, input_size: int,
+                 graph: str = "exported") -> str:
     from core.tvm_env import structural_hash_hex
     from tasks.workloads import import_to_relax
 
-    return structural_hash_hex(import_to_relax(network, batch_size, input_size))
+    return structural_hash_hex(import_to_relax(network, batch_size, input_size, graph))
 
 
 MS_DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
@@ -272,7 +278,7 @@ def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | Non
     never finished (killed, or failed after measuring), if it measured anything."""
     with Store(db, read_only=True) as store:
         runs = queries.unfinished_retunes(store, tuning_id, spec.hardware, spec.network,
-                                          spec.batch_size)
+                                          spec.batch_size, spec.graph)
     for run_id in runs:
         folder = tuning_dir(db) / run_id
         records = folder / MS_DATABASE_FILES[1]
@@ -308,7 +314,8 @@ def write_back(spec: RetuneSpec, profile: HardwareProfile, work_dir: Path, tunin
 
     try:
         task_ids = network_task_ids(spec.db, profile, spec.workload, spec.batch_size,
-                                    spec.input_size if spec.workload.is_zoo else None)
+                                    spec.input_size if spec.workload.is_zoo else None,
+                                    spec.graph)
         added = store_tuning_measurements(spec.db, profile, task_ids, work_dir, tuning_id)
     except Exception as exc:  # noqa: BLE001 - the tuning run is recorded; keep it
         report(f"WARNING: the tuning measurements were not stored ({type(exc).__name__}: "
@@ -334,6 +341,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,
                           population=spec.population, warm_start=spec.warm_start,
+                          graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
                           report=report, on_trials=on_trials)
     row = {
@@ -355,7 +363,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "database_dir": str(work_dir), "tvm_version": tvm_version(),
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
         "measure_s": result.measure_s, "search_threads": result.search_threads,
-        "warm_start": spec.warm_start,
+        "warm_start": spec.warm_start, "graph": spec.graph,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

@@ -12,13 +12,15 @@ from typing import Any
 from core.errors import TenforgeError
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
+from tasks.graphs import CONV_LAYOUTS, check_graph
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 
 
-def import_to_relax(network: str | Workload, batch: int, size: int | None = None) -> Any:
+def import_to_relax(network: str | Workload, batch: int, size: int | None = None,
+                    graph: str = "exported") -> Any:
     """The network as a legalized, fused Relax IRModule (parameters detached)."""
-    return import_with_weights(network, batch, size)[0]
+    return import_with_weights(network, batch, size, graph)[0]
 
 
 def input_signature(mod: Any) -> list[tuple[list[int], str]]:
@@ -28,7 +30,8 @@ def input_signature(mod: Any) -> list[tuple[list[int], str]]:
     return [([int(d) for d in p.ty.shape], str(p.ty.dtype)) for p in main.params[:count]]
 
 
-def import_with_weights(network: str | Workload, batch: int, size: int | None = None
+def import_with_weights(network: str | Workload, batch: int, size: int | None = None,
+                        graph: str = "exported"
                         ) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
     """(the fused Relax IRModule, its weights as numpy arrays, its input signature).
 
@@ -39,15 +42,20 @@ def import_with_weights(network: str | Workload, batch: int, size: int | None = 
     Kept per process (the last few): a retune imports its network for the skip check, again
     to tune and again for `--out`, 1-3 s each; a user's file is keyed by its content hash.
     Callers must not modify what they get (TVM passes return new modules anyway).
+
+    `graph` (GRAPHS) other than "exported" computes what depends on the weights alone here,
+    once, on the weights themselves (_pretransform_weights): `main` then takes the weights
+    already transformed (in the layout it reads), so no inference pays for it.
     """
+    check_graph(graph)
     workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
     if not workload.is_zoo:  # a file's inputs fix its sizes: one cache entry, whatever asked
         batch, size = 1, None
-    return _imported(workload, batch, size)
+    return _imported(workload, batch, size, graph)
 
 
 @lru_cache(maxsize=4)
-def _imported(workload: Workload, batch: int, size: int | None
+def _imported(workload: Workload, batch: int, size: int | None, graph: str = "exported"
               ) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
     tvm = load_tvm("llvm")
     from tvm import relax
@@ -65,19 +73,51 @@ def _imported(workload: Workload, batch: int, size: int | None
         from tasks.user_models import relax_with_weights
 
         mod, params = relax_with_weights(workload)
+    converted = [relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]})
+                 ] if graph in CONV_LAYOUTS else []
     legalized = tvm.transform.Sequential([
         relax.transform.DecomposeOpsForInference(),
+        *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR
         relax.transform.LegalizeOps(),  # without it extract_tasks finds nothing
     ])(mod)
     check_lowered(legalized, workload.name)
-    fused = tvm.transform.Sequential([
+    annotated = tvm.transform.Sequential([
         relax.transform.AnnotateTIROpPattern(),
         relax.transform.FoldConstant(),
-        relax.transform.FuseOps(),
-        relax.transform.FuseTIR(),
     ])(legalized)
     weights = [w.numpy() for w in params.get("main", [])]
+    if graph != "exported":
+        annotated, weights = _pretransform_weights(tvm, annotated, weights)
+    fused = tvm.transform.Sequential([
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+    ])(annotated)
     return fused, weights, input_signature(mod)
+
+
+def _pretransform_weights(tvm: Any, mod: Any, weights: list[Any]) -> tuple[Any, list[Any]]:
+    """Move what `main` computes from its weights alone (the layout transposes ConvertLayout
+    put on them, and whatever else depends on weights only, such as batch norm's
+    sqrt(var + eps)) out of `main` (LiftTransformParams), run it once on `weights`, and
+    return `main` alone, which now takes the transformed weights, with those weights.
+
+    Only shapes matter for tuning, but deploying (tasks/deploy.py) ships these weights, so
+    they are computed here for everyone; with untuned default schedules on the host CPU this
+    costs a second or two for resnet18 (kept per process with the import)."""
+    from tvm import relax
+
+    lifted = relax.transform.LiftTransformParams()(mod)
+    transform = "main_transform_params"
+    prepare = tvm.IRModule({gv: f for gv, f in lifted.functions.items()
+                            if gv.name_hint != "main"})
+    prepare = relax.transform.DeadCodeElimination([transform])(prepare)
+    vm = relax.VirtualMachine(relax.build(prepare, target=tvm.target.Target("llvm")),
+                              tvm.cpu())
+    out = vm[transform]([tvm.runtime.tensor(w) for w in weights])
+    transformed = [o.numpy() for o in out]
+    main_only = tvm.IRModule({gv: f for gv, f in lifted.functions.items()
+                              if gv.name_hint != transform}, attrs=lifted.attrs)
+    return relax.transform.DeadCodeElimination(["main"])(main_only), transformed
 
 
 # Relax operators the VM runs as they are; any other left after LegalizeOps has no lowering.
@@ -113,10 +153,10 @@ def check_lowered(mod: Any, name: str) -> None:
                             "change that operation in the model, or export it another way")
 
 
-def extract_network_tasks(network: str | Workload, batch: int, size: int | None, target: dict
-                          ) -> list[TaskInfo]:
+def extract_network_tasks(network: str | Workload, batch: int, size: int | None, target: dict,
+                          graph: str = "exported") -> list[TaskInfo]:
     """Import `network` and split it into MetaSchedule tuning tasks for `target`."""
-    return split_into_tasks(import_to_relax(network, batch, size), target)
+    return split_into_tasks(import_to_relax(network, batch, size, graph), target)
 
 
 def split_into_tasks(relax_mod: Any, target: dict) -> list[TaskInfo]:

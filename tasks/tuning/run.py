@@ -88,7 +88,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  on_trials: Callable[[int], None] | None = None,
                  instant_top: int | None = None,
                  search_threads: int | None = None,
-                 warm_start: int | None = None) -> TuningResult:
+                 warm_start: int | None = None, graph: str = "exported") -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -102,7 +102,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     the model's top `warm_start` of INSTANT_SAMPLES ranked candidates per task, as instant
     tuning does, out of the same trial budget. Every task then has a measured schedule within
     minutes (the estimate exists from there), and the search starts from those records, which
-    MetaSchedule's evolutionary search seeds its population with."""
+    MetaSchedule's evolutionary search seeds its population with.
+    `graph` is how the network is prepared before it is split (tasks.workloads.GRAPHS)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -116,7 +117,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    relax_mod = import_to_relax(network, batch_size, input_size)
+    relax_mod = import_to_relax(network, batch_size, input_size, graph)
     network = network.name if isinstance(network, Workload) else network  # reports, the row
     relax_json = tvm.ir.save_json(relax_mod)
     target = profile.tvm_target()

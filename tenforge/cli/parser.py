@@ -8,6 +8,7 @@ from models.evaluate import OBJECTIVES
 from models.registry import FAMILIES
 from models.splits import SPLITS
 from models.transfer import STRATEGIES
+from tasks.graphs import GRAPHS
 from tasks.tuning import SCHEDULERS
 from tenforge.cli import data_commands as data
 from tenforge.cli import run_commands as run
@@ -242,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evolutionary search population per round (default: 8x the "
                         "candidates a round measures, 64 to 256; instant: 256 ranked per "
                         "task; smaller: faster rounds)")
+    p.add_argument("--graph", choices=GRAPHS, default="exported",
+                   help="how the network is prepared before tuning: exported (as torch.export "
+                        "gives it), folded (what depends on the weights alone runs once, at "
+                        "load; operators after a convolution fuse into it), nhwc (folded, "
+                        "convolutions channels-last)")
     p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
                    help="before the search, measure the learned model's top K of 256 ranked "
                         "candidates per task (as instant does), out of --trials: every task "

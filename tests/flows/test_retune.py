@@ -165,30 +165,11 @@ def test_compile_writes_a_library_that_matches_pytorch_and_its_tuning(store_with
     """The library `retune --out` wrote runs with the TVM runtime alone, gives PyTorch's
     outputs, and runs as fast as the retune measured; `tenforge compile` writes the same from
     the store, and refuses bad requests in one line, writing nothing."""
-    import numpy as np
-    import torch
-    from tvm.runtime.vm import VirtualMachine
-
-    from tasks.networks import build_network
-
     db, _ = store_with_model
     library = Path(db).parent / "tiny_cnn-tuned"
     manifest = json.loads((library / "manifest.json").read_text())
     (run,) = [r for r in _tuning_rows(db) if r["tuning_id"] == manifest["tuning_id"]]
-
-    import tvm
-
-    vm = VirtualMachine(tvm.runtime.load_module(str(library / "model.so")), tvm.cpu())
-    weights = tvm.runtime.load_param_dict_from_file(str(library / "params.bin"))
-    model, _ = build_network("tiny_cnn", 1, manifest["input_size"])
-    (shape,) = [i["shape"] for i in manifest["inputs"]]
-    x = np.random.default_rng(1).standard_normal(shape).astype("float32")
-    got = vm["main"](tvm.runtime.tensor(x), *[weights[n] for n in manifest["weights"]["names"]])
-    with torch.no_grad():
-        want = model(torch.from_numpy(x)).numpy()
-    if not hasattr(got, "numpy"):  # the VM returns a tuple of outputs
-        (got,) = got
-    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    want = _library_matches_pytorch(library, manifest)
     assert [o["shape"] for o in manifest["outputs"]] == [list(want.shape)]
     # Same library, same threads: the latency here is the retune's, within the noise of a
     # 0.1 ms network on a shared 2-vCPU machine.
@@ -219,6 +200,56 @@ def test_compile_writes_a_library_that_matches_pytorch_and_its_tuning(store_with
     for answer, (_, message) in zip(run_cli_table([args for args, _ in cases]), cases):
         assert_refused(answer, message)
     assert sorted(p.name for p in Path(db).parent.iterdir()) == before
+
+
+def _library_matches_pytorch(library: Path, manifest: dict):
+    """Run tiny_cnn's library with the TVM runtime alone, as its manifest says, on a random
+    input; assert it gives PyTorch's output, and return that output."""
+    import numpy as np
+    import torch
+    import tvm
+    from tvm.runtime.vm import VirtualMachine
+
+    from tasks.networks import build_network
+
+    vm = VirtualMachine(tvm.runtime.load_module(str(library / "model.so")), tvm.cpu())
+    weights = tvm.runtime.load_param_dict_from_file(str(library / "params.bin"))
+    model, _ = build_network("tiny_cnn", 1, manifest["input_size"])
+    (shape,) = [i["shape"] for i in manifest["inputs"]]
+    x = np.random.default_rng(1).standard_normal(shape).astype("float32")
+    got = vm["main"](tvm.runtime.tensor(x), *[weights[n] for n in manifest["weights"]["names"]])
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    if not hasattr(got, "numpy"):  # the VM returns a tuple of outputs
+        (got,) = got
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    return want
+
+
+@pytest.mark.slow
+def test_an_nhwc_retune_tunes_its_own_tasks_and_deploys_a_library_that_matches_pytorch(
+        pretrained_store, tmp_path):
+    """--graph nhwc: the network is tuned folded and channels-last, its tasks are stored as a
+    network of their own (with the search's measurements), and the library it writes takes
+    the pre-transformed weights and gives PyTorch's outputs."""
+    db = tmp_path / "store.duckdb"
+    shutil.copy(pretrained_store[0], db)
+    library = tmp_path / "tiny_cnn-nhwc"
+    result = run_cli(*RETUNE, "--graph", "nhwc", "--trials", "8", "--flops-share", "1.0",
+                     "--cost-model", "metaschedule-xgb", "--out", str(library), "--db", str(db))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = _tuning_rows(str(db))
+    assert run["graph"] == "nhwc" and run["tuned_functions"] > 0
+    with Store(str(db), read_only=True) as store:
+        stored = dict(store.query(
+            "SELECT n.name, count(*) FROM networks n JOIN network_tasks USING (network_id) "
+            "WHERE n.name LIKE 'tiny_cnn%' GROUP BY n.name"))
+        written = store.scalar("SELECT count(*) FROM measurements WHERE flow_run_id = ?",
+                               [run["tuning_id"]])
+    assert stored.get("tiny_cnn+nhwc", 0) >= run["tasks_total"] and written > 0, (stored, written)
+    manifest = json.loads((library / "manifest.json").read_text())
+    assert manifest["graph"] == "nhwc" and manifest["tuning_id"] == run["tuning_id"]
+    _library_matches_pytorch(library, manifest)
 
 
 README_QUERY = re.compile(r'^\.venv/bin/duckdb -readonly data/tenforge\.duckdb "(.+)"$', re.M)

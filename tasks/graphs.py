@@ -1,0 +1,33 @@
+"""How a network's graph is prepared before it is split into tuning tasks (graph-level
+levers; tasks/workloads.py applies them). Kept apart so that the CLI can list the choices
+without importing PyTorch or TVM."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.errors import TenforgeError
+
+# How a network's graph is prepared before it is split into tasks (graph-level levers):
+# - "exported": as torch.export gives it (weights are inputs of every inference, computations
+#   on them included; the seed's tasks are these);
+# - "folded": what depends on the weights alone (weight transposes, batch norm's
+#   sqrt(var + eps), broadcasts of its vectors) is computed once, at load, so no inference
+#   pays for it, and the operators after a convolution fuse into it;
+# - "nhwc": folded, with convolutions in NHWC (channels innermost, where x86 vectorizes).
+GRAPHS = ("exported", "folded", "nhwc")
+Graph = Literal["exported", "folded", "nhwc"]  # for flow parameters (the Prefect UI's choice)
+CONV_LAYOUTS = {"nhwc": ["NHWC", "OHWI"]}  # relax.transform.ConvertLayout's (data, weight)
+
+
+def stored_network_name(name: str, graph: str) -> str:
+    """The store's `networks` name of `name` prepared as `graph`: its tasks differ from the
+    exported network's, so they are a network of their own ("resnet18+nhwc"), of the same
+    family (models.dataset.network_family: held out together). '+' is in no network name."""
+    return name if graph == "exported" else f"{name}+{graph}"
+
+
+def check_graph(graph: str) -> None:
+    if graph not in GRAPHS:
+        raise TenforgeError(f"unknown graph preparation {graph!r}; choose one of "
+                            f"{', '.join(GRAPHS)}")

@@ -1,0 +1,115 @@
+"""Graph preparations (tasks.workloads.GRAPHS): every one computes what PyTorch computes, and
+"folded" / "nhwc" leave no weight-only work in `main` (it runs once, on the weights)."""
+
+import numpy as np
+import pytest
+
+from core.errors import TenforgeError
+from tasks.graphs import GRAPHS
+from tasks.sources import resolve_workload
+from tasks.workloads import import_with_weights, split_into_tasks
+from tests.conftest import LOCAL_TARGET
+
+# Conv + batch norm + residual + linear: batch norm's sqrt(var + eps) and the linear layer's
+# weight transpose depend on the weights alone.
+USER_CODE = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = torch.relu(self.bn2(self.conv2(y)) + y)
+        return self.fc(y.mean((2, 3)))
+
+
+def make():
+    torch.manual_seed(0)
+    net = Net().eval()
+    for bn in (net.bn1, net.bn2):  # not the identity a fresh batch norm is
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    return net, (torch.randn(1, 3, 12, 12),)
+'''
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    path = tmp_path_factory.mktemp("graphs") / "net.py"
+    path.write_text(USER_CODE)
+    return resolve_workload(f"{path}:make")
+
+
+def run_untuned(fused, weights, x):
+    from core.tvm_env import load_tvm
+
+    tvm = load_tvm(LOCAL_TARGET)
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    from tasks.measure.network import compile_network
+
+    executable, _ = compile_network(tvm, fused, ms.database.MemoryDatabase(),
+                                    tvm.target.Target(LOCAL_TARGET))
+    out = relax.VirtualMachine(executable, tvm.cpu())["main"](
+        tvm.runtime.tensor(x), *[tvm.runtime.tensor(w) for w in weights])
+    return (out if hasattr(out, "numpy") else out[0]).numpy()
+
+
+def test_every_graph_computes_what_pytorch_computes(workload):
+    import torch
+
+    from tasks.user_models import factory_module
+
+    model, (x,) = factory_module(workload)
+    with torch.no_grad():
+        want = model(x).numpy()
+    for graph in GRAPHS:
+        fused, weights, _ = import_with_weights(workload, 1, None, graph)
+        got = run_untuned(fused, weights, x.numpy())
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=graph)
+
+
+def test_folding_moves_weight_only_work_out_of_the_tasks(workload):
+    tasks = {graph: split_into_tasks(import_with_weights(workload, 1, None, graph)[0],
+                                     LOCAL_TARGET) for graph in GRAPHS}
+    names = {graph: [t.task_name for t in found] for graph, found in tasks.items()}
+    # exported: the linear weight's transpose is a task of its own, run every inference
+    assert any(n == "transpose" or n.startswith("transpose") for n in names["exported"])
+    assert not any(n.startswith("transpose") for n in names["folded"]), names
+    for graph in ("folded", "nhwc"):  # (nhwc transposes its input activation, not a weight)
+        assert not any("expand_dims" in n for n in names[graph]), names
+        # the residual add and relu fuse into the convolution that feeds them
+        assert any(n.startswith("fused_conv2d") and "relu" in n for n in names[graph]), names
+        assert len(tasks[graph]) < len(tasks["exported"])
+    # weights keep their count; nhwc's convolution weights arrive in OHWI
+    exported_w = import_with_weights(workload, 1, None, "exported")[1]
+    nhwc_w = import_with_weights(workload, 1, None, "nhwc")[1]
+    assert len(nhwc_w) <= len(exported_w)
+    assert (8, 3, 3, 3) in [w.shape for w in nhwc_w]  # conv1: OIHW (8,3,3,3) -> OHWI (8,3,3,3)
+    assert (8, 3, 3, 8) in [w.shape for w in nhwc_w]  # conv2: OIHW (8,8,3,3) -> OHWI
+
+
+def test_an_unknown_graph_is_refused_in_one_line(workload):
+    with pytest.raises(TenforgeError, match="unknown graph preparation 'nchwc'; choose one of "
+                                            "exported, folded, nhwc"):
+        import_with_weights(workload, 1, None, "nchwc")
+
+
+def test_a_prepared_graph_is_stored_as_its_own_network_of_the_same_family():
+    from models.dataset import network_family
+    from tasks.graphs import stored_network_name
+
+    assert stored_network_name("resnet18", "exported") == "resnet18"
+    assert stored_network_name("resnet18", "nhwc") == "resnet18+nhwc"
+    # held out with resnet18 (models.splits by_network): one family, whatever the graph
+    assert network_family("resnet18+nhwc@224:1") == network_family("resnet18@160:4") == "resnet18"
