@@ -102,8 +102,9 @@ def _pretransform_weights(tvm: Any, mod: Any, weights: list[Any]) -> tuple[Any, 
     return `main` alone, which now takes the transformed weights, with those weights.
 
     Only shapes matter for tuning, but deploying (tasks/deploy.py) ships these weights, so
-    they are computed here for everyone; with untuned default schedules on the host CPU this
-    costs a second or two for resnet18 (kept per process with the import)."""
+    they are computed here for everyone, with TVM's default schedules on the host CPU (the
+    whole nhwc import of resnet18 took 7 s here, kept per process with the import). This
+    builds in the calling process, as tasks/deploy.py's compile does."""
     from tvm import relax
 
     lifted = relax.transform.LiftTransformParams()(mod)

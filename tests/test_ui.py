@@ -77,18 +77,29 @@ def submit_and_find_run(driver, submit, api_url: str, deployment_id: str, known:
 
     On a loaded 2-vCPU CI machine the Prefect server's SQLite stalls for up to 60 s ("database
     is locked", its busy timeout), and the create request can fail with the form left on the
-    page. A user would press Submit again, and so does this, once, when the form is still up
-    after two minutes with no run; a form that never creates a run still fails, with the page's
-    text (its error toast) in the message.
+    page under Prefect's error dialogs. A user would close them and press Submit again, and so
+    does this, once, when the form is still up after two minutes with no run; a form that never
+    creates a run still fails, with the page's text (its error toast) in the message.
     """
+    from selenium.common.exceptions import ElementClickInterceptedException
+
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
     submit.click()
     run = new_run(api_url, deployment_id, known, wait_s=120)
     if run is None and driver.current_url.rstrip("/").endswith("/run"):
         print("the form is still up 120 s after Submit with no run; page text: "
               + page_text(driver))
+        # The failed create leaves Prefect's "Oops. Something went wrong." dialogs over the
+        # form (they intercepted the second click in CI): close them first, as a user would.
+        driver.execute_script(
+            "document.querySelectorAll('button, a, [role=button]').forEach(b => "
+            "{ if (b.innerText && b.innerText.trim() === 'Close') b.click(); });")
+        time.sleep(1)
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
-        submit.click()
+        try:
+            submit.click()
+        except ElementClickInterceptedException:  # a dialog that did not close: its button
+            driver.execute_script("arguments[0].click();", submit)
         run = new_run(api_url, deployment_id, known, wait_s=180)
     assert run is not None, ("submitting the form created no flow run; at "
                              f"{driver.current_url}: {page_text(driver)}")
