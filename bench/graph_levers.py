@@ -1,7 +1,7 @@
 """Graph-level levers (issue 15, item 6): how a network's graph is prepared before tuning.
 
 For each network and seed, in one run, MetaSchedule's own XGB tunes the network prepared each
-way of tasks.workloads.GRAPHS, with the same trial budget, seed and hardware profile:
+way of tasks.graphs.GRAPHS, with the same trial budget, seed and hardware profile:
   exported  as torch.export gives it (weights are inputs; what depends on them alone, such as
             batch norm's sqrt(var + eps) and the linear layers' weight transposes, runs in
             every inference), the way every seed task was made;

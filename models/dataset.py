@@ -265,7 +265,7 @@ def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
 
 def network_family(label: str) -> str:
     """The network a label names, whatever its size, batch and graph preparation:
-    resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (tasks.workloads.GRAPHS)."""
+    resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (tasks.graphs.GRAPHS)."""
     return label.split("@", 1)[0].split("+", 1)[0]
 
 

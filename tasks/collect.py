@@ -81,8 +81,8 @@ def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
                      batch_size: int, input_size: int | None = None,
                      graph: str = "exported") -> dict[str, int]:
     """register_network's work; workload hash -> task id, in the network's task order.
-    A `graph` other than "exported" (tasks.workloads.GRAPHS) is stored as a network of its
-    own name (tasks.workloads.stored_network_name)."""
+    A `graph` other than "exported" (tasks.graphs.GRAPHS) is stored as a network of its
+    own name (tasks.graphs.stored_network_name)."""
     from storage.store import Store
     from tasks.graphs import stored_network_name
     from tasks.network_registry import ensure_registered

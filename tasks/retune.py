@@ -128,7 +128,7 @@ class RetuneSpec(Spec):
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
     warm_start: int | None = None  # the model's top K per task measured before the search
-    graph: str = "exported"  # how the network is prepared before tuning (workloads.GRAPHS)
+    graph: str = "exported"  # how the network is prepared before tuning (tasks.graphs.GRAPHS)
 
 
 def check_loadable(path: str) -> None:

@@ -1,4 +1,4 @@
-"""Graph preparations (tasks.workloads.GRAPHS): every one computes what PyTorch computes, and
+"""Graph preparations (tasks.graphs.GRAPHS): every one computes what PyTorch computes, and
 "folded" / "nhwc" leave no weight-only work in `main` (it runs once, on the weights)."""
 
 import numpy as np
