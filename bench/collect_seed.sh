@@ -36,14 +36,19 @@ db=${SEED_DB:-data/seed.duckdb}
 # Small, cheap networks first so every profile has every kind of task early on. NETWORKS (space
 # separated) picks others or another order, e.g. the fastest to measure when extending; an
 # entry NAME@SIZE:BATCH collects a zoo network at another input size and batch (TenSet's way of
-# getting more distinct tasks from one architecture), e.g. NETWORKS="vit@160 resnet18@128:4".
+# getting more distinct tasks from one architecture), e.g. NETWORKS="vit@160 resnet18@128:4";
+# an entry NAME+GRAPH collects it prepared as `retune --graph GRAPH` does, e.g. resnet18+nhwc.
 read -r -a networks <<< "${NETWORKS:-mlp tiny_cnn resnet18 mobilenet_v2 inception resnet50 bert}"
 for entry in "${networks[@]}"; do
     network=${entry%%@*}
     variant=()
+    if [[ $network == *+* ]]; then
+        variant=(--graph "${network#*+}")
+        network=${network%%+*}
+    fi
     if [[ $entry == *@* ]]; then
         shape=${entry#*@}
-        variant=(--input-size "${shape%%:*}")
+        variant+=(--input-size "${shape%%:*}")
         [[ $shape == *:* ]] && variant+=(--batch-size "${shape#*:}")
     fi
     for profile in "${profiles[@]}"; do

@@ -8,6 +8,7 @@ from pydantic import PositiveInt
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
 from tasks.collect import validate_collect
+from tasks.graphs import Graph
 
 
 @flow(name="collect", log_prints=True)
@@ -15,7 +16,7 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
             candidates_per_task: PositiveInt = 8, seed: int = 0,
             batch_size: PositiveInt = 1, db: str | None = None,
             measure_batch: PositiveInt = 16, outbox: str | None = None,
-            input_size: PositiveInt | None = None) -> dict:
+            input_size: PositiveInt | None = None, graph: Graph = "exported") -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 
@@ -33,16 +34,18 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         outbox: a folder to export this run's shard to, for the fleet's central store to
             ingest (default: $TENFORGE_OUTBOX; unset = no export).
         input_size: zoo networks' image side / sequence length (default: each one's own).
+        graph: how the networks are prepared (tasks.graphs.GRAPHS, as retune's `graph`); a
+            prepared network's tasks are stored as network NAME+GRAPH.
     """
     spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,
-                            measure_batch, outbox, input_size)
+                            measure_batch, outbox, input_size, graph)
     run_id = current_run_id()
     params = {k: v for k, v in spec.as_run_params().items() if k not in ("db", "outbox")}
     with recorded_run(spec.db, run_id, "collect", params, spec.hardware) as summary:
         task_ids: list[int] = []
         for workload in spec.workloads:
             task_ids += t.import_network(spec.db, spec.hardware, workload, batch_size,
-                                         input_size)
+                                         input_size, graph)
         task_ids = list(dict.fromkeys(task_ids))  # networks share tasks
         # Sequential on purpose: each sample writes the store, and TVM sampling is CPU-bound.
         new = sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,

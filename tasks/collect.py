@@ -36,13 +36,15 @@ class CollectSpec(Spec):
     measure_batch: int
     outbox: str | None
     input_size: int | None = None  # zoo networks' size (None: each one's default)
+    graph: str = "exported"  # how the networks are prepared (tasks.graphs.GRAPHS)
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      candidates_per_task: int, seed: int = 0, batch_size: int = 1,
                      measure_batch: int = 16, outbox: str | None = None,
-                     input_size: int | None = None) -> CollectSpec:
+                     input_size: int | None = None, graph: str = "exported") -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
+    from tasks.graphs import check_graph
     from tasks.network_registry import check_registrable
     from tasks.sources import resolve_workload
 
@@ -50,6 +52,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
         networks = [networks]
     if not networks:
         raise TenforgeError("networks is empty; name at least one (`tenforge networks`)")
+    check_graph(graph)
     path = check_db_path(db)
     workloads = tuple(resolve_workload(name, path) for name in networks)
     for workload in workloads:
@@ -66,15 +69,16 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                        workloads=workloads,
                        candidates_per_task=candidates_per_task, seed=seed,
                        batch_size=batch_size, measure_batch=measure_batch, outbox=outbox,
-                       input_size=input_size)
+                       input_size=input_size, graph=graph)
 
 
 def register_network(db: str, profile: HardwareProfile, network: str | Workload,
-                     batch_size: int, input_size: int | None = None) -> list[int]:
-    """Import `network` (a zoo name or a workload) into TVM, store it with its tasks, and
-    register the profile (the collect's one write of the hardware row); return the task ids.
-    A user's file is registered as a workload too (tasks/network_registry.py)."""
-    return list(network_task_ids(db, profile, network, batch_size, input_size).values())
+                     batch_size: int, input_size: int | None = None,
+                     graph: str = "exported") -> list[int]:
+    """Import `network` (a zoo name or a workload) into TVM, prepared as `graph`, store it with
+    its tasks, and register the profile (the collect's one write of the hardware row); return
+    the task ids. A user's file is registered as a workload too (tasks/network_registry.py)."""
+    return list(network_task_ids(db, profile, network, batch_size, input_size, graph).values())
 
 
 def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-size", type=_positive, default=None,
                    help="zoo networks: image side / sequence length (default: each network's "
                         "default size, `tenforge networks`)")
+    p.add_argument("--graph", choices=GRAPHS, default="exported",
+                   help="how the networks are prepared (as `retune --graph`): their tasks are "
+                        "stored as networks NAME+GRAPH, data for models that tune such graphs")
     p.add_argument("--measure-batch", type=_positive, default=16,
                    help="candidates built together before being run")
     p.add_argument("--outbox", default=None,

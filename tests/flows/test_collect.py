@@ -66,6 +66,7 @@ BAD_INPUT = [
     (["collect", "--networks", ","], "networks is empty"),
     (["collect", "--candidates", "0"], "expected a positive integer, got 0"),
     (["collect", "--batch-size", "-2"], "expected a positive integer, got -2"),
+    (["collect", "--graph", "nchwc"], "argument --graph: invalid choice: 'nchwc'"),
     (["collect", "--db", "/no/such/folder/x.duckdb"], "folder /no/such/folder does not exist"),
     (["query", "SELECT 1", "--db", "/no/such.duckdb"], "does not exist"),
     (["export-ms", "/tmp/x", "--hardware", "h", "--db", "/no/such.duckdb"], "does not exist"),

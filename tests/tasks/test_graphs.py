@@ -113,3 +113,30 @@ def test_a_prepared_graph_is_stored_as_its_own_network_of_the_same_family():
     assert stored_network_name("resnet18", "nhwc") == "resnet18+nhwc"
     # held out with resnet18 (models.splits by_network): one family, whatever the graph
     assert network_family("resnet18+nhwc@224:1") == network_family("resnet18@160:4") == "resnet18"
+
+
+def test_collect_stores_a_prepared_graphs_tasks_under_its_own_name(workload, db):
+    """`collect --graph nhwc` gathers data for models that tune NHWC graphs: its tasks (NHWC
+    convolutions, no weight-only work) are a network NAME+nhwc beside the exported one."""
+    from storage.store import Store
+    from tasks.collect import register_network, sample_task, validate_collect
+    from tasks.hardware import resolve_profile
+
+    profile = resolve_profile("local-1t")
+    exported = register_network(db, profile, workload, 1)
+    nhwc = register_network(db, profile, workload, 1, graph="nhwc")
+    own = set(nhwc) - set(exported)  # its convolutions; tasks both share are stored once
+    assert own
+    assert sample_task(db, profile, min(own), 3, seed=0)["new"] > 0
+    with Store(db, read_only=True) as store:
+        names = {n for (n,) in store.query("SELECT name FROM networks")}
+        modules = store.task_modules(nhwc)
+    assert names == {workload.name, f"{workload.name}+nhwc"}
+    import tvm
+
+    scripts = [tvm.ir.load_json(modules[task_id]).script() for task_id in own]
+    shape = "(T.int64({}), T.int64({}), T.int64({}), T.int64({}))".format
+    # conv2 in NHWC: activations (1, 12, 12, 8), weights OHWI (8, 3, 3, 8)
+    assert any(shape(1, 12, 12, 8) in text and shape(8, 3, 3, 8) in text for text in scripts)
+    with pytest.raises(TenforgeError, match="unknown graph preparation 'nchwc'"):
+        validate_collect(db, "local-1t", ["matmul"], 4, graph="nchwc")
