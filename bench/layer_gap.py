@@ -1,0 +1,186 @@
+"""Where a tuned network loses to PyTorch, layer by layer (issue 15: "faster than PyTorch").
+
+A tuned network's end-to-end time is the sum of its tasks' times, each task run `weight`
+times; MetaSchedule's database holds every task's best measured time (the estimate the
+retune reports, within a few % of the timed network). This bench puts each convolution and
+dense task beside PyTorch eager running the same layer alone, at the same thread count:
+
+  TVM      the database's best mean run time of the task (its fused epilogue included:
+           batch norm, residual add, ReLU), times its weight;
+  PyTorch  the median of `--runs` calls of that layer's module alone (nn.Conv2d / nn.Linear)
+           on the input it sees in the network, after warm-up, times how often it occurs;
+           batch norm, ReLU and adds run as separate kernels in eager and are summed apart
+           in the "PyTorch other ops" line (timed the same way, module by module).
+
+Layers are matched by their convolution's (in, out, kernel, stride, input side) or the
+dense layer's (in, out). Tasks with no convolution or dense layer (pooling, the input's
+layout transform) are listed as they are. GFLOP/s uses the task's FLOPs (TVM's count).
+
+    taskset -c 0 .venv/bin/python bench/layer_gap.py --database DIR [--network resnet18]
+        [--threads 1] [--runs 30] [--graph exported]
+
+DIR is a retune's MetaSchedule database (e.g. a tuning-matrix cell's databases/NAME).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tenforge.cli import bootstrap  # noqa: E402
+
+bootstrap()
+
+from core.tvm_env import load_tvm  # noqa: E402
+from storage.reports import format_table  # noqa: E402
+from tasks.hardware import resolve_profile  # noqa: E402
+from tasks.networks import build_network  # noqa: E402
+from tasks.workloads import extract_network_tasks  # noqa: E402
+
+
+def best_task_seconds(database: Path, target: dict) -> dict[str, float]:
+    """workload hash -> the best mean run time any record of it measured, in seconds."""
+    load_tvm(target)
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    db = ms.database.JSONDatabase(work_dir=str(database), allow_missing=False)
+    best: dict[str, float] = {}
+    for record in db.get_all_tuning_records():
+        if not record.run_secs:
+            continue
+        secs = float(np.mean([float(s) for s in record.run_secs]))
+        key = shash2hex(record.workload.mod)
+        if secs < 1e9 and secs < best.get(key, float("inf")):  # failures run 1e10 s
+            best[key] = secs
+    return best
+
+
+def layer_key_of_task(mod_json: str, target: dict, graph: str) -> tuple | None:
+    """(kind, in, out, kernel, stride, input side) of a task's convolution or dense layer,
+    read from its buffers; None for tasks that have neither."""
+    tvm = load_tvm(target)
+    func = tvm.ir.load_json(mod_json)["main"]
+    text = func.script()
+    signature = next(line for line in text.splitlines() if line.lstrip().startswith("def "))
+    shapes = [tuple(int(d) for d in re.findall(r"\d+", dims.replace("int64", "")))
+              for dims in re.findall(r'T\.Buffer\(\((.*?)\), "', signature)]
+    if "conv2d" in text:
+        data, weight, out = shapes[0], shapes[1], shapes[-1]
+        if graph == "nhwc":  # NHWC data, OHWI weights
+            _, side, _, cin = data
+            cout, k = weight[0], weight[1]
+            out_side = out[1]
+        else:
+            _, cin, side, _ = data
+            cout, k = weight[0], weight[2]
+            out_side = out[2]
+        groups = max(1, cin // weight[-1 if graph == "nhwc" else 1])
+        stride = max(1, round(side / out_side))  # (padding is inside the task)
+        return ("conv", cin, cout, k, stride, side, groups)
+    if re.search(r"matmul|dense", text) and len(shapes[0]) == 2:
+        return ("dense", shapes[0][1], shapes[-1][1])
+    return None
+
+
+def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
+    """PyTorch per layer key: (median ms of one call, calls per inference); and the other
+    modules' (batch norm, ReLU, pooling) summed ms per inference."""
+    import torch
+
+    torch.set_num_threads(threads)
+    model, inputs = build_network(network, 1)
+    seen: list[tuple[torch.nn.Module, tuple]] = []
+    hooks = [m.register_forward_hook(lambda mod, args, _out: seen.append((mod, args)))
+             for m in model.modules() if not list(m.children())]
+    with torch.no_grad():
+        model(*inputs)
+    for hook in hooks:
+        hook.remove()
+
+    def median_ms(module, args) -> float:
+        with torch.no_grad():
+            for _ in range(3):
+                module(*args)
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                module(*args)
+                times.append(time.perf_counter() - start)
+        return float(np.median(times)) * 1e3
+
+    layers: dict[tuple, list] = defaultdict(lambda: [0.0, 0])
+    other = 0.0
+    for module, args in seen:
+        ms = median_ms(module, args)
+        if isinstance(module, torch.nn.Conv2d):
+            side = args[0].shape[-1]
+            key = ("conv", module.in_channels, module.out_channels, module.kernel_size[0],
+                   module.stride[0], side, module.groups)
+        elif isinstance(module, torch.nn.Linear):
+            key = ("dense", module.in_features, module.out_features)
+        else:
+            other += ms
+            continue
+        layers[key][0] = ms
+        layers[key][1] += 1
+    return dict(layers), other
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--database", required=True, type=Path)
+    parser.add_argument("--network", default="resnet18")
+    parser.add_argument("--hardware", default="local-1t")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--graph", default="exported")
+    args = parser.parse_args()
+
+    profile = resolve_profile(args.hardware)
+    tasks = extract_network_tasks(args.network, 1, None, profile.target, args.graph)
+    best = best_task_seconds(args.database, profile.target)
+    torch_layers, torch_other = pytorch_layers(args.network, args.threads, args.runs)
+
+    rows, tvm_total, torch_matched = [], 0.0, 0.0
+    for task in tasks:
+        secs = best.get(task.workload_hash)
+        tvm_ms = None if secs is None else secs * 1e3 * task.weight
+        key = layer_key_of_task(task.mod_json, profile.target, args.graph)
+        # one PyTorch call per occurrence of the task (a layer fused two ways, with and
+        # without a residual add, is two tasks sharing the layer's calls)
+        torch_ms = torch_layers.get(key, (None, 0))[0] if key else None
+        torch_total = None if torch_ms is None else torch_ms * task.weight
+        tvm_total += tvm_ms or 0.0
+        torch_matched += torch_total or 0.0
+        gflops = (None if secs is None else task.flops / secs / 1e9)
+        rows.append((task.task_name[:48], "" if key is None else ",".join(map(str, key[1:])),
+                     task.weight, tvm_ms, gflops, torch_total,
+                     None if not (tvm_ms and torch_total) else torch_total / tvm_ms))
+    rows.sort(key=lambda r: -(r[3] or 0))
+    print(f"{args.network} ({args.graph}), {profile.name}, {args.threads} thread(s); TVM: "
+          f"best measured per task in {args.database}; PyTorch: each layer alone, median of "
+          f"{args.runs}")
+    print(format_table(["task", "layer (in,out,k,stride,side,groups)", "x", "TVM ms",
+                        "TVM GFLOP/s", "PyTorch ms", "PyTorch/TVM"],
+                       [[r[0], r[1], r[2],
+                         "untuned" if r[3] is None else f"{r[3]:.2f}",
+                         "" if r[4] is None else f"{r[4]:.1f}",
+                         "" if r[5] is None else f"{r[5]:.2f}",
+                         "" if r[6] is None else f"{r[6]:.2f}x"] for r in rows]))
+    print(f"TVM tasks summed: {tvm_total:.2f} ms; PyTorch's matched conv/dense layers: "
+          f"{torch_matched:.2f} ms; PyTorch's other modules (batch norm, ReLU, pooling; fused "
+          f"into TVM's tasks): {torch_other:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
