@@ -122,18 +122,25 @@ def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
     other = 0.0
     for module, args in seen:
         ms = median_ms(module, args)
-        if isinstance(module, torch.nn.Conv2d):
-            side = args[0].shape[-1]
-            key = ("conv", module.in_channels, module.out_channels, module.kernel_size[0],
-                   module.stride[0], side, module.groups)
-        elif isinstance(module, torch.nn.Linear):
-            key = ("dense", module.in_features, module.out_features)
-        else:
+        key = layer_key_of_module(module, args[0])
+        if key is None:
             other += ms
             continue
         layers[key][0] = ms
         layers[key][1] += 1
     return dict(layers), other
+
+
+def layer_key_of_module(module, x) -> tuple | None:
+    """layer_key_of_task's key for a PyTorch module called on `x` (None: not conv / dense)."""
+    import torch
+
+    if isinstance(module, torch.nn.Conv2d):
+        return ("conv", module.in_channels, module.out_channels, module.kernel_size[0],
+                module.stride[0], x.shape[-1], module.groups)
+    if isinstance(module, torch.nn.Linear):
+        return ("dense", module.in_features, module.out_features)
+    return None
 
 
 def main() -> None:
