@@ -98,9 +98,11 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
         if not hardware:
             raise TenforgeError(f"{db} holds no measurements to score a model on; collect "
                                 "some first (`tenforge collect`)")
-    families = tuple(sorted({network_family(n) for n in networks}))
+    # stored names: every size of a name is one `networks` row name; a prepared graph is a
+    # name of its own (resnet18+nhwc, tasks/graphs.py), so it is not folded into its family
+    stored = tuple(sorted({n.split("@", 1)[0] for n in networks}))
     model = load_model(model_ref.path)
-    data = load_dataset(db, DataSpec(hardware=hardware, networks=families,
+    data = load_dataset(db, DataSpec(hardware=hardware, networks=stored,
                                      extractor=model_ref.extractor, traces=model.takes_traces))
     report = network_report(model, data, networks)
     trained = model_ref.trained_on

@@ -28,9 +28,11 @@ def answers(pretrained_store, tmp_path_factory):
         ["models", "evaluate", model_id, "--db", empty],
         ["models", "evaluate", "shipped", "--hardware", elsewhere, "--json", "--db", db],
         ["models", "evaluate", "shipped", "--hardware", "tpu-v9", "--db", db],
+        ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--networks",
+         "resnet18+nhwc", "--json", "--db", db],
     ]
     return dict(zip(["json", "table", "unknown", "network", "hardware", "no store",
-                     "shipped elsewhere", "shipped nowhere"], run_cli_table(cases)))
+                     "shipped elsewhere", "shipped nowhere", "graph"], run_cli_table(cases)))
 
 
 def _a_cpu_only_the_store_knows(db):
@@ -112,6 +114,24 @@ def test_the_shipped_model_scores_a_cpu_this_machine_cannot_run(answers):
     result = json.loads(answer["stdout"])
     assert result["model"].startswith("shipped-") and len(result["hardware"]) == 1
     assert 0 < result["mean_network_top1"] <= 1
+
+
+def test_a_prepared_graph_is_scored_on_its_own_tasks(answers, pretrained_store):
+    """`--networks resnet18+nhwc` scores the NHWC tasks (the seed's resnet18+nhwc shard), not
+    the exported resnet18's tasks that its name's family would give."""
+    from storage.store import Store
+
+    answer = answers["graph"]
+    assert answer["code"] == 0, answer["stderr"][-2000:]
+    result = json.loads(answer["stdout"])
+    assert set(result["networks"]) == {"resnet18+nhwc"}
+    with Store(pretrained_store[0], read_only=True) as store:
+        measured = store.scalar(
+            "SELECT count(DISTINCT c.task_id) FROM candidates c JOIN measurements m USING "
+            "(candidate_id) JOIN hardware h ON h.hardware_id = c.hardware_id WHERE h.name = ? "
+            "AND m.error_kind IS NULL AND c.task_id IN (SELECT task_id FROM network_tasks "
+            "JOIN networks USING (network_id) WHERE name = 'resnet18+nhwc')", [SEED_PROFILE])
+    assert result["tasks"] == measured > 10
 
 
 @pytest.mark.parametrize("case, message", [
