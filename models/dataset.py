@@ -138,9 +138,13 @@ class Dataset:
 
     def network_families(self) -> list[str]:
         """The networks (by name, every size and batch) with a task in this data: what a model
-        trained on it has seen (its lineage's `trained_networks`)."""
-        return sorted({network_family(n) for w in np.unique(self.group_workload[self.group])
-                       for n in self.workload_networks.get(w, {})})
+        trained on it has seen (its lineage's `trained_networks`). A prepared graph's tasks
+        are named too (resnet18+nhwc, beside resnet18): a model that saw only the exported
+        graph has not seen its NHWC convolutions."""
+        labels = {n for w in np.unique(self.group_workload[self.group])
+                  for n in self.workload_networks.get(w, {})}
+        return sorted({network_family(n) for n in labels}
+                      | {n.split("@", 1)[0] for n in labels if "+" in n})
 
     def describe(self) -> dict:
         return {"candidates": len(self), "groups": int(np.unique(self.group).size),

@@ -110,7 +110,10 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     held = set(trained["split"].get("holdout") or ()) \
         if trained["split"].get("kind") == "by_network" else set()
     for net, values in report["networks"].items():
-        values["in_training"] = (network_family(net) in seen or net in seen) if seen is not None \
+        # a prepared graph (NAME+GRAPH) is seen only if its own tasks were: the family's
+        # exported tasks are other programs (Dataset.network_families)
+        name = net.split("@", 1)[0] if "+" in net else network_family(net)
+        values["in_training"] = (name in seen or net in seen) if seen is not None \
             else (False if network_family(net) in held or net in held else None)
     return {"model": model_ref.model_id, "kind": model_ref.kind, "store": str(db),
             "trained_on_hardware": trained["data_spec"].get("hardware", []),

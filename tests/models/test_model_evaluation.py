@@ -125,6 +125,7 @@ def test_a_prepared_graph_is_scored_on_its_own_tasks(answers, pretrained_store):
     assert answer["code"] == 0, answer["stderr"][-2000:]
     result = json.loads(answer["stdout"])
     assert set(result["networks"]) == {"resnet18+nhwc"}
+    assert result["networks"]["resnet18+nhwc"]["in_training"] is True  # the whole seed
     with Store(pretrained_store[0], read_only=True) as store:
         measured = store.scalar(
             "SELECT count(DISTINCT c.task_id) FROM candidates c JOIN measurements m USING "
