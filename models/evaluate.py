@@ -72,11 +72,10 @@ def network_report(model: CostModel, data: Dataset,
     TenSet's network-level top-1 and top-5 averaged over the hardware profiles that measured
     it, their means over networks, and per-task peak@1, peak@5 and pairwise accuracy over the
     tasks of those networks. Per profile too, under `per_hardware`."""
-    from models.dataset import network_family
+    def asked(label: str) -> bool:
+        return not networks or _names(label, networks)
 
-    wanted = {w for w, nets in data.workload_networks.items()
-              if not networks or any(n in networks or network_family(n) in networks
-                                     for n in nets)}
+    wanted = {w for w, nets in data.workload_networks.items() if any(asked(n) for n in nets)}
     rows = np.flatnonzero(np.isin(data.group_workload[data.group], list(wanted)))
     if rows.size == 0:
         raise TenforgeError("none of the measured tasks belongs to "
@@ -87,7 +86,7 @@ def network_report(model: CostModel, data: Dataset,
     per_hw: dict[str, dict] = {}
     for key in top[1]:
         net, hw = key.rsplit("@", 1)  # labels may hold an @ (resnet18@160), profiles do not
-        if networks and net not in networks and network_family(net) not in networks:
+        if not asked(net):
             continue  # a network that only shares tasks with the ones asked for
         per_hw.setdefault(hw, {})[net] = {"top1": top[1][key], "top5": top[5][key]}
     by_net: dict[str, dict[str, float]] = {}
@@ -105,6 +104,16 @@ def network_report(model: CostModel, data: Dataset,
         "tasks": int(np.unique(data.group).size), "candidates": len(data),
         "per_hardware": {hw: _over_networks(nets) for hw, nets in sorted(per_hw.items())},
     }
+
+
+def _names(label: str, networks: tuple[str, ...]) -> bool:
+    """Whether `networks` name the network `label`: itself, or its name without the size
+    (resnet18 names resnet18@160). A prepared graph is named only as itself (resnet18+nhwc):
+    its tasks are other programs than the exported network's, scored apart."""
+    from models.dataset import network_family
+
+    return label in networks or label.split("@", 1)[0] in networks or \
+        ("+" not in label and network_family(label) in networks)
 
 
 def _over_networks(nets: dict[str, dict[str, float]]) -> dict:
