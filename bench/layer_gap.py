@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench.tuning import eager_ms  # noqa: E402
 from core.tvm_env import load_tvm  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
@@ -107,21 +107,10 @@ def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
     for hook in hooks:
         hook.remove()
 
-    def median_ms(module, args) -> float:
-        with torch.no_grad():
-            for _ in range(3):
-                module(*args)
-            times = []
-            for _ in range(runs):
-                start = time.perf_counter()
-                module(*args)
-                times.append(time.perf_counter() - start)
-        return float(np.median(times)) * 1e3
-
     layers: dict[tuple, list] = defaultdict(lambda: [0.0, 0])
     other = 0.0
     for module, args in seen:
-        ms = median_ms(module, args)
+        ms = eager_ms(module, args, threads, runs)  # alone, after warm-up
         key = layer_key_of_module(module, args[0])
         if key is None:
             other += ms
