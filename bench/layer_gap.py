@@ -8,7 +8,7 @@ dense task beside PyTorch eager running the same layer alone, at the same thread
   TVM      the database's best mean run time of the task (its fused epilogue included:
            batch norm, residual add, ReLU), times its weight;
   PyTorch  the median of `--runs` calls of that layer's module alone (nn.Conv2d / nn.Linear)
-           on the input it sees in the network, after warm-up, times how often it occurs;
+           on the input it sees in the network, after warm-up, times the task's weight;
            batch norm, ReLU and adds run as separate kernels in eager and are summed apart
            in the "PyTorch other ops" line (timed the same way, module by module).
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -44,24 +43,19 @@ from core.tvm_env import load_tvm  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.networks import build_network  # noqa: E402
+from tasks.tuning.writeback import MS_FAILED_RUN_SECS, read_records  # noqa: E402
 from tasks.workloads import extract_network_tasks  # noqa: E402
 
 
 def best_task_seconds(database: Path, target: dict) -> dict[str, float]:
     """workload hash -> the best mean run time any record of it measured, in seconds."""
-    load_tvm(target)
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    db = ms.database.JSONDatabase(work_dir=str(database), allow_missing=False)
     best: dict[str, float] = {}
-    for record in db.get_all_tuning_records():
-        if not record.run_secs:
-            continue
-        secs = float(np.mean([float(s) for s in record.run_secs]))
-        key = shash2hex(record.workload.mod)
-        if secs < 1e9 and secs < best.get(key, float("inf")):  # failures run 1e10 s
-            best[key] = secs
+    for key, (_, records) in read_records(database, target).items():
+        runs = [[float(s) for s in r.run_secs] for r in records if r.run_secs]
+        ok = [float(np.mean(secs)) for secs in runs
+              if not any(s >= MS_FAILED_RUN_SECS for s in secs)]
+        if ok:
+            best[key] = min(ok)
     return best
 
 
@@ -92,13 +86,11 @@ def layer_key_of_task(mod_json: str, target: dict, graph: str) -> tuple | None:
     return None
 
 
-def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
-    """PyTorch per layer key: (median ms of one call, calls per inference); and the other
-    modules' (batch norm, ReLU, pooling) summed ms per inference."""
+def layer_calls(network: str, size: int | None = None) -> list[tuple]:
+    """(module, its input args) of every leaf module call of one PyTorch inference."""
     import torch
 
-    torch.set_num_threads(threads)
-    model, inputs = build_network(network, 1)
+    model, inputs = build_network(network, 1, size)
     seen: list[tuple[torch.nn.Module, tuple]] = []
     hooks = [m.register_forward_hook(lambda mod, args, _out: seen.append((mod, args)))
              for m in model.modules() if not list(m.children())]
@@ -106,18 +98,24 @@ def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
         model(*inputs)
     for hook in hooks:
         hook.remove()
+    return seen
 
-    layers: dict[tuple, list] = defaultdict(lambda: [0.0, 0])
+
+def pytorch_layers(network: str, threads: int, runs: int) -> tuple[dict, float]:
+    """PyTorch's median ms of one call per layer key (each distinct layer timed once); and the
+    other modules' (batch norm, ReLU, pooling) summed ms per inference."""
+    layers: dict[tuple, float] = {}
     other = 0.0
-    for module, args in seen:
-        ms = eager_ms(module, args, threads, runs)  # alone, after warm-up
+    for module, args in layer_calls(network):
         key = layer_key_of_module(module, args[0])
+        if key in layers:
+            continue  # the same layer again (resnet18 runs 64->64 3x3 four times)
+        ms = eager_ms(module, args, threads, runs)  # alone, after warm-up
         if key is None:
             other += ms
-            continue
-        layers[key][0] = ms
-        layers[key][1] += 1
-    return dict(layers), other
+        else:
+            layers[key] = ms
+    return layers, other
 
 
 def layer_key_of_module(module, x) -> tuple | None:
@@ -154,7 +152,7 @@ def main() -> None:
         key = layer_key_of_task(task.mod_json, profile.target, args.graph)
         # one PyTorch call per occurrence of the task (a layer fused two ways, with and
         # without a residual add, is two tasks sharing the layer's calls)
-        torch_ms = torch_layers.get(key, (None, 0))[0] if key else None
+        torch_ms = torch_layers.get(key) if key else None
         torch_total = None if torch_ms is None else torch_ms * task.weight
         tvm_total += tvm_ms or 0.0
         torch_matched += torch_total or 0.0
