@@ -143,8 +143,7 @@ class Dataset:
         graph has not seen its NHWC convolutions."""
         labels = {n for w in np.unique(self.group_workload[self.group])
                   for n in self.workload_networks.get(w, {})}
-        return sorted({network_family(n) for n in labels}
-                      | {n.split("@", 1)[0] for n in labels if "+" in n})
+        return sorted({network_family(n) for n in labels} | {network_name(n) for n in labels})
 
     def describe(self) -> dict:
         return {"candidates": len(self), "groups": int(np.unique(self.group).size),
@@ -267,10 +266,17 @@ def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
     return out
 
 
+def network_name(label: str) -> str:
+    """The stored network a label names, whatever its size and batch, its graph preparation
+    kept: resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18+nhwc (other tasks than
+    the exported network's)."""
+    return label.split("@", 1)[0]
+
+
 def network_family(label: str) -> str:
     """The network a label names, whatever its size, batch and graph preparation:
     resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (tasks.graphs.GRAPHS)."""
-    return label.split("@", 1)[0].split("+", 1)[0]
+    return network_name(label).split("+", 1)[0]
 
 
 def dataset_from_features(features: list[np.ndarray], hardware_name: str,

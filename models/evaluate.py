@@ -110,10 +110,9 @@ def _names(label: str, networks: tuple[str, ...]) -> bool:
     """Whether `networks` name the network `label`: itself, or its name without the size
     (resnet18 names resnet18@160). A prepared graph is named only as itself (resnet18+nhwc):
     its tasks are other programs than the exported network's, scored apart."""
-    from models.dataset import network_family
+    from models.dataset import network_name
 
-    return label in networks or label.split("@", 1)[0] in networks or \
-        ("+" not in label and network_family(label) in networks)
+    return label in networks or network_name(label) in networks
 
 
 def _over_networks(nets: dict[str, dict[str, float]]) -> dict:

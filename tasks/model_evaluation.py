@@ -83,7 +83,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     """`network_report` of model `ref` on store `db`'s measurements of `hardware` (default:
     every profile with measurements) and `networks` (default: all), with what the model is
     and whether each network was in its training data (None: its lineage does not say)."""
-    from models.dataset import DataSpec, load_dataset, network_family
+    from models.dataset import DataSpec, load_dataset, network_family, network_name
     from models.evaluate import network_report
     from models.registry import load_model
     from storage.queries import measured_profiles
@@ -100,7 +100,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
                                 "some first (`tenforge collect`)")
     # stored names: every size of a name is one `networks` row name; a prepared graph is a
     # name of its own (resnet18+nhwc, tasks/graphs.py), so it is not folded into its family
-    stored = tuple(sorted({n.split("@", 1)[0] for n in networks}))
+    stored = tuple(sorted({network_name(n) for n in networks}))
     model = load_model(model_ref.path)
     data = load_dataset(db, DataSpec(hardware=hardware, networks=stored,
                                      extractor=model_ref.extractor, traces=model.takes_traces))
@@ -112,8 +112,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     for net, values in report["networks"].items():
         # a prepared graph (NAME+GRAPH) is seen only if its own tasks were: the family's
         # exported tasks are other programs (Dataset.network_families)
-        name = net.split("@", 1)[0] if "+" in net else network_family(net)
-        values["in_training"] = (name in seen or net in seen) if seen is not None \
+        values["in_training"] = (network_name(net) in seen or net in seen) if seen is not None \
             else (False if network_family(net) in held or net in held else None)
     return {"model": model_ref.model_id, "kind": model_ref.kind, "store": str(db),
             "trained_on_hardware": trained["data_spec"].get("hardware", []),
