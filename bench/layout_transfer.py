@@ -12,7 +12,10 @@ and both are scored on the held-out network's exported tasks and on its NHWC tas
 split's seed, as in bench/leaderboard.py.
 
     taskset -c 0 .venv/bin/python bench/layout_transfer.py --db STORE \\
-        [--hardware cpu-znver3-avx2-1t] [--holdout mobilenet_v2] [--seeds 0,1,2]
+        [--hardware local-1t] [--holdout mobilenet_v2] [--seeds 0,1,2]
+
+--hardware is the profile whose measurements are read (default: this machine's one-thread
+profile; any profile the store holds data of works, e.g. cpu-znver3-avx2-1t).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import network_report  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from storage.reports import format_table  # noqa: E402
+from tasks.hardware import profile_name  # noqa: E402
 
 
 def without_prepared_graphs(data):
@@ -48,21 +52,23 @@ def without_prepared_graphs(data):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", required=True)
-    parser.add_argument("--hardware", default="cpu-znver3-avx2-1t")
+    parser.add_argument("--hardware", default="local-1t")
     parser.add_argument("--holdout", default="mobilenet_v2")
     parser.add_argument("--graph", default="nhwc")
     parser.add_argument("--seeds", default="0,1,2")
     args = parser.parse_args()
 
-    data = load_dataset(args.db, DataSpec(hardware=(args.hardware,), traces=True))
+    hardware = profile_name(args.hardware)
+    data = load_dataset(args.db, DataSpec(hardware=(hardware,), traces=True))
     graph_name = f"{args.holdout}+{args.graph}"
     rows = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         train, valid, test = held_out_parts(data, seed, (args.holdout,))
+        valid = without_prepared_graphs(valid)  # both models choose on the same rows
         for label, part in (("(a) NCHW only", without_prepared_graphs(train)),
                             ("(b) + NHWC of other networks", train)):
             model = create_model("lgbm", seed=seed, trace_features=True)
-            model.fit(part, without_prepared_graphs(valid))
+            model.fit(part, valid)
             report = network_report(model, test)["networks"]
             exported = [v for n, v in report.items() if "+" not in n]
             nhwc = report.get(graph_name)
@@ -72,7 +78,7 @@ def main() -> None:
                          None if nhwc is None else nhwc["top1"],
                          None if nhwc is None else nhwc["top5"]))
             print(rows[-1], flush=True)
-    print(f"lgbm + trace on {args.hardware}, {args.holdout} (every graph of it) held out; "
+    print(f"lgbm + trace on {hardware}, {args.holdout} (every graph of it) held out; "
           f"{args.holdout}'s exported instances averaged")
     print(format_table(["seed", "training data", "rows", "tasks",
                         f"{args.holdout} top-1", "top-5", f"{graph_name} top-1", "top-5"],
