@@ -37,7 +37,7 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
     return {"network": cell["network"], "hardware": cell["hardware"], "batch_size": 1,
             "trials": cell["trials_budget"], "minutes": cell["minutes"],
             "cost_model": model.get("model_id", "metaschedule-xgb"),
-            "scheduler": "instant" if cell["variant"] == "instant" else "gradient",
+            "scheduler": "instant" if cell["variant"].startswith("instant") else "gradient",
             "warm_start": cell.get("warm_start"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}

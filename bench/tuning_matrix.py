@@ -7,6 +7,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            matrix held out: it never saw the networks it tunes (as a user's own network)
   instant  the same model, no search: per task, rank --samples sampled candidates and measure
            the top --top
+  instant-share  instant with a budget: the top --top per task, then the rest of
+           --instant-trials by each task's share of the estimated latency (tasks.instant),
+           until --instant-minutes
   warm     the same model searching, after measuring its top --warm per task first (out of
            the same budget: the estimate exists within minutes, and the search starts there)
 Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
@@ -51,7 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("ms-xgb", "learned", "instant", "warm")
+VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share")
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 
@@ -156,7 +159,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     profile = resolve_profile(args.hardware)
     database = Path(args.work) / "databases" / f"{network}-{variant}-s{seed}"
     shutil.rmtree(database, ignore_errors=True)  # a cell starts over (see the docstring)
-    instant = variant == "instant"
+    instant = variant.startswith("instant")
+    share = variant == "instant-share"
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
     waited = {}
@@ -175,8 +179,9 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
 
     with quiet:
         result = tune_network(
-            network, profile, database, trials=args.top if instant else args.trials,
-            minutes=None if instant else args.minutes,
+            network, profile, database,
+            trials=args.instant_trials if share else args.top if instant else args.trials,
+            minutes=args.instant_minutes if share else None if instant else args.minutes,
             cost_model="xgb" if variant == "ms-xgb" else model["path"],
             scheduler="instant" if instant else "gradient", flops_share=1.0,
             population=args.samples if instant else None, seed=seed,
@@ -195,7 +200,9 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
                                                ticks["torch timing"], ticks["end"]))}
     return {
         "network": network, "variant": variant, "seed": seed, "hardware": profile.name,
-        "threads": profile.num_threads, "trials_budget": args.trials, "minutes": args.minutes,
+        "threads": profile.num_threads,
+        "trials_budget": args.instant_trials if share else args.trials,
+        "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": args.warm if variant == "warm" else None,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
@@ -389,7 +396,8 @@ def report(args: argparse.Namespace) -> None:
         "`cells/NETWORK-VARIANT-sSEED.json` (curve, settings, model lineage, provenance).",
         f"Hardware {first['hardware']} ({first['threads']} thread(s)) on "
         f"{first['provenance']['cpu']}, TVM {first['provenance']['tvm']}; budget "
-        f"{first['trials_budget']} trials or {first['minutes']} minutes a search cell.",
+        f"{first['trials_budget']} trials or {first['minutes']} minutes a search cell "
+        "(instant-share: its own, in its cells).",
         "vs torch = PyTorch eager ms / tuned ms at the same thread count (> 1: tuned is faster).",
         "Search-time speedup = the baseline's seconds to its best estimate within the budget /",
         "the variant's seconds to that estimate (same seed); the next but one column: to within",
@@ -422,7 +430,7 @@ def plot(cells: list[dict[str, Any]], path: Path) -> None:
 
     networks = sorted({c["network"] for c in cells})
     fig, axes = plt.subplots(len(networks), 1, figsize=(8, 3.6 * len(networks)), squeeze=False)
-    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
+    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")))
     for ax, network in zip(axes[:, 0], networks):
         for c in (c for c in cells if c["network"] == network and c["curve"]):
             wall = [p[1] / 60 for p in c["curve"]]
@@ -451,6 +459,10 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60, help="a search cell's deadline")
     parser.add_argument("--samples", type=int, default=256, help="instant: ranked per task")
     parser.add_argument("--top", type=int, default=8, help="instant: measured per task")
+    parser.add_argument("--instant-trials", type=int, default=400,
+                        help="instant-share: trials in all (the first pass takes --top per task)")
+    parser.add_argument("--instant-minutes", type=float, default=5,
+                        help="instant-share: deadline")
     parser.add_argument("--warm", type=int, default=4,
                         help="warm: the model's picks measured per task before the search")
     parser.add_argument("--hardware", default="local-1t")

@@ -6,6 +6,13 @@ few, and keep the fastest in a MetaSchedule JSON database; then compile the netw
 and time it end to end, as a full retune does. Every task gets a measured, model-chosen
 schedule, the small ones included, so no function of the build keeps an unscheduled default.
 
+Given a trial budget beyond that first pass, a second pass spends the rest where the time
+is: each task's share of the estimated network latency (its best measured time x its
+occurrences) sets how many more of its ranked candidates are measured, drawn from a fresh
+sample beside the first one's unmeasured remainder, heaviest task first (so a deadline cuts
+the tasks that matter least). On resnet18 four 3x3 convolutions carry ~3/4 of the time, and a
+flat top-k gave them a third of the measurements.
+
 It spends its time measuring what the model believes in, and none on evolution: the model's
 ranking is the whole search. That is what a pre-trained model is for on a machine seen for the
 first time, and the baseline the full search must beat.
@@ -15,11 +22,26 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from core.hardware import HardwareProfile
+
+FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows more
+
+
+@dataclass
+class _TaskState:
+    """One task between the passes: what was ranked and not measured, and its best time."""
+    context: int  # the TuningLog context its measurements go to
+    index: int  # in `extracted`
+    flops: float
+    remainder: list[Any]  # ranked candidates not measured yet, best first
+    sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
+    best_s: float | None = None  # fastest measured mean run time
+    space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
 
 
 def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, Any]]) -> None:
@@ -38,58 +60,164 @@ def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, 
             sch.trace, workload, run_secs=run_secs, target=target, args_info=args_info))
 
 
+def allocate_by_share(latency: list[float], budget: int, caps: list[int]) -> list[int]:
+    """Split `budget` measurements over tasks in proportion to `latency` (each task's share of
+    the estimated network time), none beyond its cap; what a capped task cannot take goes to
+    the others (largest remainders first, so the counts sum to the budget where caps allow)."""
+    given = [0] * len(latency)
+    left = budget
+    while left > 0:
+        open_ = [i for i, (t, c) in enumerate(zip(latency, caps)) if t > 0 and given[i] < c]
+        if not open_:
+            break
+        total = sum(latency[i] for i in open_)
+        exact = {i: left * latency[i] / total for i in open_}
+        spent = 0
+        for i in open_:
+            add = min(int(exact[i]), caps[i] - given[i])
+            given[i] += add
+            spent += add
+        if spent == 0:  # every share rounds down to nothing: the largest remainders get one
+            for i in sorted(open_, key=lambda i: -(exact[i] - int(exact[i])))[:left]:
+                given[i] += 1
+                spent += 1
+        left -= spent
+    return given
+
+
 def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  profile: HardwareProfile, database: Any, model_path: str, log: Any,
                  measurer: Any, samples: int, measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
-                 context_of: list[int] | None = None) -> None:
+                 context_of: list[int] | None = None, budget: int | None = None) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
-    may give a task several contexts)."""
+    may give a task several contexts). With a `budget` of trials beyond the first pass's
+    `measure_top` per task, the second pass spends the rest by latency share."""
     from core.tvm_env import load_tvm
-    from models.dataset import dataset_from_features
     from models.registry import load_model
-    from tasks.measure import MeasureJob
-    from tasks.sampling import sample_candidates
 
     tvm = load_tvm(profile.target)
-    from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    model = load_model(model_path)
-    hardware = np.array(profile.feature_vector(), np.float32)
-    target = profile.tvm_target()
-    next_id = 0  # unique per run: a worker loads each artifact path once (dlopen caches it)
-    for context, index in enumerate(chosen):
+    tuner = _Tuner(tvm, profile, database, load_model(model_path), log, measurer, report)
+    states = []
+    for i, index in enumerate(chosen):
         if log.should_stop():
-            break
+            return
         task = extracted[index]
-        task_mod = task.dispatched[0]
-        mod_json = tvm.ir.save_json(task_mod)
+        state = _TaskState(i if context_of is None else context_of[i], index, flops[i], [])
         started = time.monotonic()
-        candidates, _ = sample_candidates(mod_json, profile.target, samples, seed)
-        if not candidates:
+        ranked = tuner.rank(task, state, samples, seed)
+        if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
-        scores = model.predict(dataset_from_features(
-            [c.features for c in candidates], profile.name, hardware,
+        state.space_exhausted = len(ranked) < samples
+        measured = tuner.measure(task, state, ranked[:measure_top])
+        state.remainder = ranked[measure_top:]
+        states.append(state)
+        report(f"{task.task_name}: ranked {len(ranked)} candidates, measured the top "
+               f"{measured} in {time.monotonic() - started:.1f} s")
+    extra = (budget or 0) - log.trials
+    if extra > 0 and not log.should_stop():
+        _second_pass(tuner, extracted, states, extra, samples, seed)
+
+
+def _second_pass(tuner: "_Tuner", extracted: list[Any], states: list[_TaskState], extra: int,
+                 samples: int, seed: int) -> None:
+    """Measure `extra` more candidates, spread by each task's share of the estimated latency
+    (best measured time x occurrences); a task whose design space was not exhausted draws a
+    fresh sample of `samples`, ranked beside its first pass's unmeasured remainder."""
+    timed = [s for s in states if s.best_s is not None]
+    latency = [s.best_s * float(extracted[s.index].weight) for s in timed]
+    caps = [len(s.remainder) if s.space_exhausted else len(s.remainder) + samples
+            for s in timed]
+    counts = allocate_by_share(latency, extra, caps)
+    total = sum(latency) or 1.0
+    plan = sorted(((n, s, t) for n, s, t in zip(counts, timed, latency) if n > 0),
+                  key=lambda p: -p[2])
+    tuner.report(f"second pass: {sum(counts)} more measurements by share of the estimated "
+                 f"latency ({total * 1e3:.1f} ms): " + ", ".join(
+                     f"{extracted[s.index].task_name} {n} ({t / total:.0%})"
+                     for n, s, t in plan))
+    for count, state, _ in plan:
+        if tuner.log.should_stop():
+            return
+        task = extracted[state.index]
+        started = time.monotonic()
+        pool = state.remainder
+        if not state.space_exhausted:
+            # another draw (seed + 1) beside the first pass's, ranked together
+            pool = pool + tuner.rank(task, state, samples, seed + 1)
+            pool.sort(key=lambda c: -c.score)
+        measured = tuner.measure(task, state, pool[:count])
+        state.remainder = pool[count:]
+        tuner.report(f"{task.task_name}: measured {measured} more of {len(pool)} ranked in "
+                     f"{time.monotonic() - started:.1f} s; best {state.best_s * 1e3:.3f} ms")
+
+
+@dataclass
+class _Ranked:
+    candidate: Any
+    score: float
+
+
+class _Tuner:
+    """Ranks and measures one task's candidates and records them (database and log)."""
+
+    def __init__(self, tvm: Any, profile: HardwareProfile, database: Any, model: Any, log: Any,
+                 measurer: Any, report: Callable[[str], None]) -> None:
+        self.tvm, self.profile, self.database, self.model = tvm, profile, database, model
+        self.log, self.measurer, self.report = log, measurer, report
+        self.hardware = np.array(profile.feature_vector(), np.float32)
+        self.next_id = 0  # unique per run: a worker loads each artifact path once (dlopen)
+
+    def rank(self, task: Any, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
+        """`samples` new distinct candidates of `task` (none drawn before), best first."""
+        from models.dataset import dataset_from_features
+        from tasks.sampling import sample_candidates
+
+        mod_json = self.tvm.ir.save_json(task.dispatched[0])
+        known = state.sampled
+        candidates, _ = sample_candidates(mod_json, self.profile.target, len(known) + samples,
+                                          seed, known_hashes=known)
+        state.sampled = known | {c.schedule_hash for c in candidates}
+        if not candidates:
+            return []
+        scores = self.model.predict(dataset_from_features(
+            [c.features for c in candidates], self.profile.name, self.hardware,
             traces=[c.trace_json for c in candidates]))
-        top = [candidates[i] for i in np.argsort(-scores, kind="stable")[:measure_top]]
+        return [_Ranked(candidates[i], float(scores[i]))
+                for i in np.argsort(-scores, kind="stable")]
+
+    def measure(self, task: Any, state: _TaskState, picks: list[_Ranked]) -> int:
+        """Build and run `picks`; commit them to the database and the log."""
+        from tvm.s_tir.meta_schedule.utils import shash2hex
+
+        from tasks.measure import MeasureJob
+
+        task_mod = task.dispatched[0]
+        mod_json = self.tvm.ir.save_json(task_mod)
         measuring = time.monotonic()
-        results = measurer.measure([MeasureJob(next_id + i, shash2hex(task_mod), mod_json,
-                                               c.trace_json, flops[context])
-                                    for i, c in enumerate(top)])
-        log.add_measure_time(time.monotonic() - measuring)
-        next_id += len(top)
-        _commit(database, task_mod, target, [(c.trace_json, r) for c, r in zip(top, results)])
-        log.add(context if context_of is None else context_of[context],
-                [None if r.error_kind else list(r.run_secs) for r in results])
+        results = self.measurer.measure([
+            MeasureJob(self.next_id + i, shash2hex(task_mod), mod_json, p.candidate.trace_json,
+                       state.flops) for i, p in enumerate(picks)])
+        self.log.add_measure_time(time.monotonic() - measuring)
+        self.next_id += len(picks)
+        _commit(self.database, task_mod, self.profile.tvm_target(),
+                [(p.candidate.trace_json, r) for p, r in zip(picks, results)])
+        self.log.add(state.context, [None if r.error_kind else list(r.run_secs)
+                                     for r in results])
+        times = [float(np.mean(r.run_secs)) for r in results if not r.error_kind]
+        if times:
+            state.best_s = min(times + ([state.best_s] if state.best_s is not None else []))
         failed = [r.error_kind for r in results if r.error_kind]
-        report(f"{task.task_name}: ranked {len(candidates)} candidates, measured the top "
-               f"{len(top)} in {time.monotonic() - started:.1f} s"
-               + (f" ({len(failed)} failed: {', '.join(sorted(set(failed)))})" if failed else ""))
+        if failed:
+            self.report(f"{task.task_name}: {len(failed)} of {len(picks)} failed "
+                        f"({', '.join(sorted(set(failed)))})")
+        return len(picks)
 
 
 def measure_top_for(trials: int, tasks: int) -> int:
-    """Candidates measured per task: the trial budget spread over the tasks, at least 2."""
-    return max(2, trials // max(tasks, 1))
+    """Candidates measured per task in the first pass: the trial budget spread over the
+    tasks, at least 2 and at most FIRST_PASS_TOP (the rest goes to the second pass)."""
+    return max(2, min(FIRST_PASS_TOP, trials // max(tasks, 1)))

@@ -95,7 +95,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `population` to 8x that (tuning.contexts.search_population).
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
-    over the tasks) out of `population` ranked by the model (tasks.instant).
+    over the tasks, 2 to 8) out of `population` ranked by the model, then the rest of `trials`
+    by each task's share of the estimated latency (tasks.instant).
     `search_threads` (default: every core this process may use) run the evolutionary search;
     measuring never overlaps it, so the measurement's thread count is the profile's alone.
     `warm_start` (a learned `cost_model` and a searching scheduler): before the search, measure
@@ -181,12 +182,14 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                 from tasks.instant import instant_tune, measure_top_for
 
                 top = instant_top or measure_top_for(trials, len(chosen))
-                log.budget = top * len(chosen)  # what it plans to measure
+                log.budget = max(trials, top * len(chosen))  # what it plans to measure
                 report(f"instant: per task, rank {population} sampled candidates with the "
-                       f"model and measure the top {top}")
+                       f"model and measure the top {top}"
+                       + (f"; the rest of {trials} trials by share of the estimated latency"
+                          if trials > top * len(chosen) else ""))
                 instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                              database, cost_model, log, measurer, samples=population,
-                             measure_top=top, seed=seed, report=report)
+                             measure_top=top, seed=seed, report=report, budget=trials)
             elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                 ms.tune_tasks(tasks=contexts,
                               task_weights=[log.context_weight(c)

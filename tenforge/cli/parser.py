@@ -239,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task scheduler: gradient (MetaSchedule's), round-robin, gain "
                         "(tenforge's expected gain), dual (gain per task and design space), "
                         "instant (no search: per task rank --population sampled candidates "
-                        "with the learned model, measure the top trials/tasks)")
+                        "with the learned model, measure the top trials/tasks, 2 to 8; the "
+                        "rest of --trials by each task's share of the estimated latency)")
     p.add_argument("--flops-share", type=float, default=0.9,
                    help="tune the tasks that carry this share of FLOPs x occurrences")
     p.add_argument("--population", type=_positive, default=None,
