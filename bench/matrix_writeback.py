@@ -38,7 +38,7 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
             "trials": cell["trials_budget"], "minutes": cell["minutes"],
             "cost_model": model.get("model_id", "metaschedule-xgb"),
             "scheduler": "instant" if cell["variant"].startswith("instant") else "gradient",
-            "warm_start": cell.get("warm_start"),
+            "warm_start": cell.get("warm_start"), "graph": cell.get("graph", "exported"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}
 
@@ -66,7 +66,8 @@ def write_back_cells(out: str | Path, work: str | Path, db: str,
             if store.scalar("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]):
                 continue
         profile = resolve_profile(cell["hardware"])
-        task_ids = network_task_ids(db, profile, cell["network"], batch_size=1)
+        task_ids = network_task_ids(db, profile, cell["network"], batch_size=1,
+                                    graph=cell.get("graph", "exported"))
         with Store(db) as store:
             store.start_run(run_id, "retune", cell_parameters(cell), hardware=profile.name,
                             host=this_host(), tvm_version=tvm_version(),

@@ -7,6 +7,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            matrix held out: it never saw the networks it tunes (as a user's own network)
   instant  the same model, no search: per task, rank --samples sampled candidates and measure
            the top --top
+  warm-nhwc  warm on the network prepared channels-last (retune --graph nhwc: folded, every
+           convolution NHWC/OHWI); run it with a --db whose NHWC data the model learns from
+           and its own --work (the models' index is per work folder)
   instant-share  instant with a budget: the top --top per task, then the rest of
            --instant-trials by each task's share of the estimated latency (tasks.instant),
            until --instant-minutes
@@ -54,7 +57,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share")
+VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc")
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 
@@ -115,6 +118,14 @@ def write_atomically(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)  # a kill leaves the old file or the new one, never half of one
 
 
+def training_networks(stored: list[str], holdout: list[str]) -> list[str]:
+    """The stored networks a model may learn from: a held-out network's prepared graphs
+    (resnet18+nhwc) are held out with it (models.dataset.network_family)."""
+    from models.dataset import network_family
+
+    return [n for n in stored if network_family(n) not in holdout]
+
+
 def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
                   params: dict[str, Any], seed: int, work: Path) -> dict[str, Any]:
     """The seed's model for `seed`, trained once and remembered in WORK/models.json."""
@@ -134,7 +145,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
         hardware.append(profile_name)
     with Store(db, read_only=True) as store:
         stored = sorted({n for (n,) in store.query("SELECT name FROM networks")})
-    others = [n for n in stored if n not in holdout]
+    others = training_networks(stored, holdout)
     out = pretrain(db, hardware, others, family, params, None, seed, None, log=print)
     with Store(db, read_only=True) as store:
         row = store.model_row(out["model_id"])
@@ -186,7 +197,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             scheduler="instant" if instant else "gradient", flops_share=1.0,
             population=args.samples if instant else None, seed=seed,
             instant_top=args.top if instant else None,
-            warm_start=args.warm if variant == "warm" else None, report=report)
+            warm_start=args.warm if variant.startswith("warm") else None,
+            graph="nhwc" if variant.endswith("-nhwc") else "exported", report=report)
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -203,7 +215,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "threads": profile.num_threads,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
-        "warm_start": args.warm if variant == "warm" else None,
+        "warm_start": args.warm if variant.startswith("warm") else None,
+        "graph": "nhwc" if variant.endswith("-nhwc") else "exported",
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
@@ -430,7 +443,8 @@ def plot(cells: list[dict[str, Any]], path: Path) -> None:
 
     networks = sorted({c["network"] for c in cells})
     fig, axes = plt.subplots(len(networks), 1, figsize=(8, 3.6 * len(networks)), squeeze=False)
-    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")))
+    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+                                 "tab:brown")))
     for ax, network in zip(axes[:, 0], networks):
         for c in (c for c in cells if c["network"] == network and c["curve"]):
             wall = [p[1] / 60 for p in c["curve"]]

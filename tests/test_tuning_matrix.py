@@ -105,6 +105,10 @@ def test_a_cells_write_back_has_a_stable_run_id_and_skips_a_cell_without_its_dat
     assert params["cost_model"] == "lgbm-1" and params["scheduler"] == "gradient"
     assert cell_parameters({**cell, "variant": "ms-xgb", "model": None})["cost_model"] == \
         "metaschedule-xgb"
+    assert cell_parameters({**cell, "variant": "instant-share"})["scheduler"] == "instant"
+    nhwc = cell_parameters({**cell, "variant": "warm-nhwc", "graph": "nhwc", "warm_start": 4})
+    assert (nhwc["graph"], nhwc["warm_start"], nhwc["scheduler"]) == ("nhwc", 4, "gradient")
+    assert params["graph"] == "exported"  # a cell from before cells named their graph
     (tmp_path / "out" / "cells").mkdir(parents=True)
     (tmp_path / "out" / "cells" / "resnet18-learned-s1.json").write_text(json.dumps(cell))
     said = []
@@ -126,3 +130,11 @@ def test_waiting_for_quiet_waits_out_a_busy_neighbour_and_gives_up_at_its_timeou
     assert always_busy == 15  # four windows, the last one at the timeout
     assert joined((0, 0), (10, 100), (50, 500), (80, 600)) == ((0, 0), (40, 200))
     assert joined(None, (10, 100), (50, 500), (80, 600)) == (None, None)
+
+
+def test_a_held_out_network_takes_its_prepared_graphs_out_of_training_with_it():
+    from bench.tuning_matrix import training_networks
+
+    stored = ["bert", "resnet18", "resnet18+nhwc", "resnet50", "resnet50+nhwc", "vgg11"]
+    assert training_networks(stored, ["resnet18", "bert"]) == ["resnet50", "resnet50+nhwc",
+                                                               "vgg11"]
