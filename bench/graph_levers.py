@@ -1,7 +1,7 @@
 """Graph-level levers (issue 15, item 6): how a network's graph is prepared before tuning.
 
 For each network and seed, in one run, MetaSchedule's own XGB tunes the network prepared each
-way of tasks.graphs.GRAPHS, with the same trial budget, seed and hardware profile:
+way of core.graphs.GRAPHS, with the same trial budget, seed and hardware profile:
   exported  as torch.export gives it (weights are inputs; what depends on them alone, such as
             batch norm's sqrt(var + eps) and the linear layers' weight transposes, runs in
             every inference), the way every seed task was made;
@@ -43,9 +43,9 @@ bootstrap()
 
 from bench.cpu_contention import busy_share, other_cpu_ticks  # noqa: E402
 from bench.tuning import torch_eager_ms_fresh  # noqa: E402
+from core.graphs import GRAPHS, check_graph  # noqa: E402
 from core.tvm_env import load_tvm, tvm_version  # noqa: E402
 from storage.reports import format_table  # noqa: E402
-from tasks.graphs import GRAPHS, check_graph  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.measure import Measurer  # noqa: E402
 from tasks.tuning import tune_network  # noqa: E402

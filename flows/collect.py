@@ -5,10 +5,10 @@ from __future__ import annotations
 from prefect import flow
 from pydantic import PositiveInt
 
+from core.graphs import Graph
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_tasks as t
 from tasks.collect import validate_collect
-from tasks.graphs import Graph
 
 
 @flow(name="collect", log_prints=True)
@@ -34,7 +34,7 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         outbox: a folder to export this run's shard to, for the fleet's central store to
             ingest (default: $TENFORGE_OUTBOX; unset = no export).
         input_size: zoo networks' image side / sequence length (default: each one's own).
-        graph: how the networks are prepared (tasks.graphs.GRAPHS, as retune's `graph`); a
+        graph: how the networks are prepared (core.graphs.GRAPHS, as retune's `graph`); a
             prepared network's tasks are stored as network NAME+GRAPH.
     """
     spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,

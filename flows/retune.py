@@ -7,10 +7,10 @@ from __future__ import annotations
 from prefect import flow
 from pydantic import PositiveInt
 
+from core.graphs import Graph
 from flows._runs import current_run_id, recorded_run
 from tasks import prefect_reports as reports
 from tasks import prefect_tasks as t
-from tasks.graphs import Graph
 from tasks.retune import validate_retune
 from tasks.tuning import Scheduler
 

@@ -275,7 +275,7 @@ def network_name(label: str) -> str:
 
 def network_family(label: str) -> str:
     """The network a label names, whatever its size, batch and graph preparation:
-    resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (tasks.graphs.GRAPHS)."""
+    resnet18@160:4 -> resnet18, resnet18+nhwc@224:1 -> resnet18 (core.graphs.GRAPHS)."""
     return network_name(label).split("+", 1)[0]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from core.graphs import stored_network_name
 from storage.seed import SEED_DIR, find_shards
 
 
@@ -16,13 +17,12 @@ def datasheet_rows(seed_dir: str | Path = SEED_DIR) -> list[tuple]:
     """(hardware, network, shards, tasks, measured, errors, first day, last day) per pair; a
     network's search-biased shards (flows other than collect: retunes) get their own row,
     `vgg11 (retune)`; a prepared graph's shards too, `resnet18+nhwc` (the store's name for
-    it, tasks.graphs.stored_network_name, which this floor may not import)."""
+    it)."""
     rows: dict[tuple[str, str], list] = {}
     for path in find_shards(seed_dir):
         m = json.loads(path.read_text())
         graph = (m.get("parameters") or {}).get("graph") or "exported"
-        network = ",".join(n if graph == "exported" else f"{n}+{graph}"
-                           for n in m["network"] or [])
+        network = ",".join(stored_network_name(n, graph) for n in m["network"] or [])
         if m.get("flow", "collect") != "collect":
             network = f"{network} ({m['flow']})"
         key = (m["hardware"]["name"], network)

@@ -36,7 +36,7 @@ class CollectSpec(Spec):
     measure_batch: int
     outbox: str | None
     input_size: int | None = None  # zoo networks' size (None: each one's default)
-    graph: str = "exported"  # how the networks are prepared (tasks.graphs.GRAPHS)
+    graph: str = "exported"  # how the networks are prepared (core.graphs.GRAPHS)
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
@@ -44,7 +44,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      measure_batch: int = 16, outbox: str | None = None,
                      input_size: int | None = None, graph: str = "exported") -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
-    from tasks.graphs import check_graph
+    from core.graphs import check_graph
     from tasks.network_registry import check_registrable
     from tasks.sources import resolve_workload
 
@@ -85,10 +85,10 @@ def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
                      batch_size: int, input_size: int | None = None,
                      graph: str = "exported") -> dict[str, int]:
     """register_network's work; workload hash -> task id, in the network's task order.
-    A `graph` other than "exported" (tasks.graphs.GRAPHS) is stored as a network of its
-    own name (tasks.graphs.stored_network_name)."""
+    A `graph` other than "exported" (core.graphs.GRAPHS) is stored as a network of its
+    own name (core.graphs.stored_network_name)."""
+    from core.graphs import stored_network_name
     from storage.store import Store
-    from tasks.graphs import stored_network_name
     from tasks.network_registry import ensure_registered
     from tasks.networks import network_def
     from tasks.sources import ZOO

@@ -99,7 +99,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
             raise TenforgeError(f"{db} holds no measurements to score a model on; collect "
                                 "some first (`tenforge collect`)")
     # stored names: every size of a name is one `networks` row name; a prepared graph is a
-    # name of its own (resnet18+nhwc, tasks/graphs.py), so it is not folded into its family
+    # name of its own (resnet18+nhwc, core/graphs.py), so it is not folded into its family
     stored = tuple(sorted({network_name(n) for n in networks}))
     model = load_model(model_ref.path)
     data = load_dataset(db, DataSpec(hardware=hardware, networks=stored,

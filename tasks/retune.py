@@ -128,7 +128,7 @@ class RetuneSpec(Spec):
     model_choice: str  # one line: which model, why, and a warning when it never saw this CPU
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
     warm_start: int | None = None  # the model's top K per task measured before the search
-    graph: str = "exported"  # how the network is prepared before tuning (tasks.graphs.GRAPHS)
+    graph: str = "exported"  # how the network is prepared before tuning (core.graphs.GRAPHS)
 
 
 def check_loadable(path: str) -> None:
@@ -153,7 +153,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     graph: str = "exported") -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from tasks.graphs import check_graph
+    from core.graphs import check_graph
     from tasks.network_registry import check_registrable
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload

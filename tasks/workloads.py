@@ -10,9 +10,9 @@ from functools import lru_cache
 from typing import Any
 
 from core.errors import TenforgeError
+from core.graphs import CONV_LAYOUTS, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
-from tasks.graphs import CONV_LAYOUTS, check_graph
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 

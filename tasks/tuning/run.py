@@ -104,7 +104,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     tuning does, out of the same trial budget. Every task then has a measured schedule within
     minutes (the estimate exists from there), and the search starts from those records, which
     MetaSchedule's evolutionary search seeds its population with.
-    `graph` is how the network is prepared before it is split (tasks.graphs.GRAPHS)."""
+    `graph` is how the network is prepared before it is split (core.graphs.GRAPHS)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner

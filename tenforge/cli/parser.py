@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from core.graphs import GRAPHS
 from models.evaluate import OBJECTIVES
 from models.registry import FAMILIES
 from models.splits import SPLITS
 from models.transfer import STRATEGIES
-from tasks.graphs import GRAPHS
 from tasks.tuning import SCHEDULERS
 from tenforge.cli import data_commands as data
 from tenforge.cli import run_commands as run

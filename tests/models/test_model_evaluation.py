@@ -173,7 +173,7 @@ def test_a_network_at_several_sizes_is_scored_per_size_and_held_out_whole(seed_s
     assert {f"resnet18@{size}", "resnet18@160:4", "mlp"} <= labels and "resnet18" not in labels
     split = make_split(data, SplitSpec("by_network", holdout=("resnet18",)))
     held = set(data.group_workload[data.group[split.test]])
-    # every instance, prepared graphs too (resnet18+nhwc, tasks/graphs.py): one family
+    # every instance, prepared graphs too (resnet18+nhwc, core/graphs.py): one family
     assert held == {w for w, nets in data.workload_networks.items()
                     if any(network_family(n) == "resnet18" for n in nets)} & \
         set(data.group_workload[data.group])

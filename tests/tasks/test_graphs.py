@@ -1,11 +1,11 @@
-"""Graph preparations (tasks.graphs.GRAPHS): every one computes what PyTorch computes, and
+"""Graph preparations (core.graphs.GRAPHS): every one computes what PyTorch computes, and
 "folded" / "nhwc" leave no weight-only work in `main` (it runs once, on the weights)."""
 
 import numpy as np
 import pytest
 
 from core.errors import TenforgeError
-from tasks.graphs import GRAPHS
+from core.graphs import GRAPHS
 from tasks.sources import resolve_workload
 from tasks.workloads import import_with_weights, split_into_tasks
 from tests.conftest import LOCAL_TARGET
@@ -106,8 +106,8 @@ def test_an_unknown_graph_is_refused_in_one_line(workload):
 
 
 def test_a_prepared_graph_is_stored_as_its_own_network_of_the_same_family():
+    from core.graphs import stored_network_name
     from models.dataset import network_family
-    from tasks.graphs import stored_network_name
 
     assert stored_network_name("resnet18", "exported") == "resnet18"
     assert stored_network_name("resnet18", "nhwc") == "resnet18+nhwc"
