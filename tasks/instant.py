@@ -122,7 +122,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         _second_pass(tuner, extracted, states, extra, samples, seed)
 
 
-def _second_pass(tuner: "_Tuner", extracted: list[Any], states: list[_TaskState], extra: int,
+def _second_pass(tuner: _Tuner, extracted: list[Any], states: list[_TaskState], extra: int,
                  samples: int, seed: int) -> None:
     """Measure `extra` more candidates, spread by each task's share of the estimated latency
     (best measured time x occurrences); a task whose design space was not exhausted draws a
@@ -143,7 +143,7 @@ def _second_pass(tuner: "_Tuner", extracted: list[Any], states: list[_TaskState]
         if tuner.log.should_stop():
             return
         task = extracted[state.index]
-        started = time.monotonic()
+        started, before = time.monotonic(), state.best_s
         pool = state.remainder
         if not state.space_exhausted:
             # another draw (seed + 1) beside the first pass's, ranked together
@@ -152,7 +152,8 @@ def _second_pass(tuner: "_Tuner", extracted: list[Any], states: list[_TaskState]
         measured = tuner.measure(task, state, pool[:count])
         state.remainder = pool[count:]
         tuner.report(f"{task.task_name}: measured {measured} more of {len(pool)} ranked in "
-                     f"{time.monotonic() - started:.1f} s; best {state.best_s * 1e3:.3f} ms")
+                     f"{time.monotonic() - started:.1f} s; best {before * 1e3:.3f} -> "
+                     f"{state.best_s * 1e3:.3f} ms")
 
 
 @dataclass
