@@ -254,6 +254,8 @@ def collect(args: argparse.Namespace) -> None:
     if bad:
         raise SystemExit(f"unknown variant(s) {', '.join(bad)}: choose from {', '.join(VARIANTS)}")
     seeds = [int(s) for s in args.seeds.split(",") if s]
+    # the networks the learned model never sees: the matrix's, whichever this run tunes
+    holdout = sorted({*networks, *(n for n in (args.holdout or "").split(",") if n)})
     profile = resolve_profile(args.hardware)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -272,7 +274,7 @@ def collect(args: argparse.Namespace) -> None:
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
               f"({time.strftime('%H:%M:%S')})", flush=True)
         model = None if variant == "ms-xgb" else learned_model(
-            db, profile.name, networks, args.family, params, seed, work)
+            db, profile.name, holdout, args.family, params, seed, work)
         row = run_cell(network, variant, seed, args, model, commit)
         if row["stop_reason"] == "interrupt":  # SIGTERM or Ctrl-C: not a result, rerun it
             raise SystemExit(f"interrupted in {network} {variant} seed {seed}: no cell written; "
@@ -479,6 +481,9 @@ def main() -> None:
                         help="instant-share: deadline")
     parser.add_argument("--warm", type=int, default=4,
                         help="warm: the model's picks measured per task before the search")
+    parser.add_argument("--holdout", default="",
+                        help="networks the learned model never sees besides --networks (a run "
+                             "of one network that must use the whole matrix's model)")
     parser.add_argument("--hardware", default="local-1t")
     parser.add_argument("--family", default="lgbm")
     parser.add_argument("--params", default='{"trace_features": true}',
