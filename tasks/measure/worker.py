@@ -206,6 +206,19 @@ def _do_run_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
                        req["target"]["kind"])
 
 
+E2E_BUDGET_S = 120.0  # what the timed runs of one end-to-end measurement may take
+
+
+def e2e_plan(first_run_s: float, repeat: int, warmup_runs: int,
+             budget_s: float = E2E_BUDGET_S) -> tuple[int, int]:
+    """(warm-up runs, timed repeats) after a first run of `first_run_s`: as asked where they
+    fit in `budget_s`, else as many repeats as fit (at least one) and no more warm-ups (the
+    first run was one)."""
+    if first_run_s * (repeat + warmup_runs - 1) <= budget_s:
+        return max(0, warmup_runs - 1), repeat
+    return 0, max(1, min(repeat, int(budget_s // max(first_run_s, 1e-9))))
+
+
 def _do_run_network(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     """Compile a Relax network with a tuning database (none: untuned) and time it end to end.
 
@@ -236,8 +249,14 @@ def _do_run_network(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
                            for p in mod["main"].params], seed=0)
     tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
     # Whole-network runs keep caches warm between repeats: that is how a deployed model runs.
-    settings = {**req["settings"], "cache_flush": False}
-    out = _timed_runs(tvm, vm, "main", dev, tensors, settings, req["repeat"],
+    # A first run, timed, says how many more fit (an untuned BERT-base takes tens of seconds
+    # a run at one thread: 3 warm-ups and 20 repeats ran past the 600 s call timeout).
+    started = time.perf_counter()
+    vm["main"](*tensors)
+    warmups, repeat = e2e_plan(time.perf_counter() - started, req["repeat"],
+                               req["settings"]["warmup_runs"])
+    settings = {**req["settings"], "cache_flush": False, "warmup_runs": warmups}
+    out = _timed_runs(tvm, vm, "main", dev, tensors, settings, repeat,
                       req["target"]["kind"])
     functions = sum(not isinstance(f, relax.Function) for f in applied.functions.values())
     return {**out, "compile_s": compile_s, "tuned_functions": tuned,

@@ -168,3 +168,12 @@ def test_gpu_reference_outputs_are_made_on_the_host_cpu(tmp_path):
     state = worker._TASK_STATE["0xgpu-reference"]
     assert (state["reference"][1] == state["inputs"][0] * 2.0 + 1.0).all()
     assert worker.reference_target({"kind": "llvm", "mcpu": "znver3"}) is None
+
+
+def test_a_slow_network_is_timed_as_often_as_fits_in_the_end_to_end_budget():
+    from tasks.measure.worker import e2e_plan
+
+    assert e2e_plan(0.06, repeat=20, warmup_runs=3) == (2, 20)  # resnet18 tuned: as asked
+    assert e2e_plan(30.0, repeat=20, warmup_runs=3, budget_s=120) == (0, 4)  # untuned BERT
+    assert e2e_plan(500.0, repeat=20, warmup_runs=3, budget_s=120) == (0, 1)
+    assert e2e_plan(0.01, repeat=5, warmup_runs=0) == (0, 5)
