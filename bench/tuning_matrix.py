@@ -7,15 +7,17 @@ Variants (the first is the baseline the search-time speedup is measured against)
            matrix held out: it never saw the networks it tunes (as a user's own network)
   instant  the same model, no search: per task, rank --samples sampled candidates and measure
            the top --top
-  warm-nhwc  warm on the network prepared channels-last (retune --graph nhwc: folded, every
-           convolution NHWC/OHWI); run it with a --db whose NHWC data the model learns from
-           and its own --work (the models' index is per work folder)
   instant-share  instant with a budget: the top --top per task, then the rest of
            --instant-trials by each task's share of the estimated latency (tasks.instant),
            until --instant-minutes
   warm     the same model searching, after measuring its top --warm per task first (out of
            the same budget: the estimate exists within minutes, and the search starts there)
-Every cell tunes every task with FLOPs (flops share 1.0), until --trials or --minutes, then
+  warm-nhwc  warm on the network prepared channels-last (retune --graph nhwc: folded, every
+           convolution NHWC/OHWI); run it with a --db whose NHWC data the model learns from
+           and its own --work (the models' index is per work folder)
+Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
+folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
+too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
 times PyTorch eager on the same input and thread count (median of 30), in a fresh process.
 Before each of these two timings it waits (up to 15 minutes) until the CPUs outside its affinity
@@ -158,6 +160,14 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     return entry
 
 
+def cell_graph(network: str, variant: str, folded: str) -> str:
+    """How a cell prepares its network (core.graphs): nhwc for the -nhwc variants, folded for
+    the networks named in `folded` (comma-separated), else as exported."""
+    if variant.endswith("-nhwc"):
+        return "nhwc"
+    return "folded" if network in folded.split(",") else "exported"
+
+
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
     from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
@@ -198,7 +208,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             population=args.samples if instant else None, seed=seed,
             instant_top=args.top if instant else None,
             warm_start=args.warm if variant.startswith("warm") else None,
-            graph="nhwc" if variant.endswith("-nhwc") else "exported", report=report)
+            graph=cell_graph(network, variant, args.folded), report=report)
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -216,7 +226,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": args.warm if variant.startswith("warm") else None,
-        "graph": "nhwc" if variant.endswith("-nhwc") else "exported",
+        "graph": cell_graph(network, variant, args.folded),
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
@@ -481,6 +491,11 @@ def main() -> None:
                         help="instant-share: deadline")
     parser.add_argument("--warm", type=int, default=4,
                         help="warm: the model's picks measured per task before the search")
+    parser.add_argument("--folded", default="bert",
+                        help="networks whose cells tune the folded graph (their weight-only "
+                             "work runs once, at load): BERT's exported graph transposes every "
+                             "linear weight on every inference, and tuned at 150 trials it was "
+                             "1.82x slower than folded (docs/graph-levers-bert)")
     parser.add_argument("--holdout", default="",
                         help="networks the learned model never sees besides --networks (a run "
                              "of one network that must use the whole matrix's model)")

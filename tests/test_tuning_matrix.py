@@ -138,3 +138,12 @@ def test_a_held_out_network_takes_its_prepared_graphs_out_of_training_with_it():
     stored = ["bert", "resnet18", "resnet18+nhwc", "resnet50", "resnet50+nhwc", "vgg11"]
     assert training_networks(stored, ["resnet18", "bert"]) == ["resnet50", "resnet50+nhwc",
                                                                "vgg11"]
+
+
+def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
+    from bench.tuning_matrix import cell_graph
+
+    assert cell_graph("bert", "learned", "bert") == "folded"
+    assert cell_graph("resnet18", "learned", "bert") == "exported"
+    assert cell_graph("resnet18", "warm-nhwc", "bert") == "nhwc"
+    assert cell_graph("bert", "ms-xgb", "") == "exported"

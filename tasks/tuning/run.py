@@ -128,8 +128,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     shares = [TaskShare(str(t.task_name), float(analysis.estimate_tir_flops(t.dispatched[0])),
                         int(t.weight)) for t in extracted]
     chosen = select_tasks(shares, flops_share)
-    report(f"{network}: {len(extracted)} tasks, tuning the {len(chosen)} that carry "
-           f">= {flops_share:.0%} of FLOPs x occurrences")
+    report(f"{network}: {len(extracted)} tasks, tuning "
+           + ("every one (zero-FLOP data movement too)" if flops_share == 1 else
+              f"the {len(chosen)} that carry >= {flops_share:.0%} of FLOPs x occurrences"))
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
                     report=report, on_trials=on_trials, budget=trials)
     instant = scheduler == "instant"

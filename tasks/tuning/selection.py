@@ -27,9 +27,14 @@ class TaskShare:
 
 def select_tasks(tasks: Sequence[TaskShare], flops_share: float) -> list[int]:
     """Indices of the most important tasks (FLOPs x occurrences, descending) that together
-    carry at least `flops_share` of the network's total; at least one task."""
+    carry at least `flops_share` of the network's total; at least one task. A share of 1
+    is every task, the zero-FLOP ones too: data movement (transposes, reshapes) has no FLOPs
+    but takes time, and left untuned it runs TVM's unscheduled loops (BERT's exported graph
+    spent ~360 of 939 ms in them, docs/graph-levers-bert)."""
     if not 0 < flops_share <= 1:
         raise TenforgeError(f"flops share must be in (0, 1], got {flops_share}")
+    if flops_share == 1:
+        return list(range(len(tasks)))
     total = sum(t.importance for t in tasks)
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i].importance)
     chosen: list[int] = []

@@ -242,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "with the learned model, measure the top trials/tasks, 2 to 8; the "
                         "rest of --trials by each task's share of the estimated latency)")
     p.add_argument("--flops-share", type=float, default=0.9,
-                   help="tune the tasks that carry this share of FLOPs x occurrences")
+                   help="tune the tasks that carry this share of FLOPs x occurrences "
+                        "(1.0: every task, zero-FLOP data movement such as transposes too)")
     p.add_argument("--population", type=_positive, default=None,
                    help="evolutionary search population per round (default: 8x the "
                         "candidates a round measures, 64 to 256; instant: 256 ranked per "

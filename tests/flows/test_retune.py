@@ -282,18 +282,21 @@ def test_instant_tuning_gives_every_tuned_task_a_model_chosen_schedule(store_wit
     """No search: per task, rank sampled candidates with the model, measure the top few;
     the trials left after 8 per task go where the estimated latency is."""
     db, model_id = store_with_model
-    result = run_cli(*RETUNE, "--scheduler", "instant", "--trials", "40", "--flops-share", "1.0",
+    result = run_cli(*RETUNE, "--scheduler", "instant", "--trials", "80", "--flops-share", "1.0",
                      "--force", "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
+    assert "tiny_cnn: 8 tasks, tuning every one (zero-FLOP data movement too)" in output
     assert "instant: per task, rank 32 sampled candidates with the model and measure the top 8; " \
-        "the rest of 40 trials by share of the estimated latency" in output
-    assert "second pass: 8 more measurements by share of the estimated latency" in output
+        "the rest of 80 trials by share of the estimated latency" in output
+    second = re.search(r"second pass: (\d+) more measurements by share of the estimated latency",
+                       output)
+    assert second and 16 <= int(second.group(1)) < 80  # small design spaces leave more
     newest = _tuning_rows(db)[-1]
     assert newest["scheduler"] == "instant" and newest["cost_model"] == model_id
-    assert newest["trials"] == 40 and newest["tasks_tuned"] == 4 and newest["stop_reason"] == \
+    assert newest["trials"] == 80 and newest["tasks_tuned"] == 8 and newest["stop_reason"] == \
         "trials"
-    assert newest["tuned_functions"] == 4  # every tuned task's schedule reached the build
+    assert newest["tuned_functions"] == 8  # every task's schedule reached the build
     assert newest["tuned_latency_s"] < newest["untuned_latency_s"]
 
 
@@ -303,7 +306,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     """--warm-start K: the model's top K per task are measured before the search, out of the
     same budget; the estimate exists once they are, and the search spends the rest."""
     db, model_id = store_with_model
-    result = run_cli(*RETUNE, "--warm-start", "2", "--trials", "16", "--flops-share", "1.0",
+    result = run_cli(*RETUNE, "--warm-start", "2", "--trials", "24", "--flops-share", "1.0",
                      "--force", "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
@@ -311,16 +314,19 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
         "top 2, then search" in said
     newest = _tuning_rows(db)[-1]
     assert newest["cost_model"] == model_id and newest["warm_start"] == 2
-    assert newest["scheduler"] == "gradient" and newest["trials"] == 16
+    # MetaSchedule's last round may overshoot the budget by part of a batch
+    assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
     tasks = newest["tasks_tuned"]
-    assert tasks == 4 and newest["tuned_functions"] == tasks
+    assert tasks == 8 and newest["tuned_functions"] == tasks
     with Store(db, read_only=True) as store:
         curve = store.query("SELECT trials, estimated_latency_s FROM tuning_curve WHERE "
                             "tuning_id = ? ORDER BY point", [newest["tuning_id"]])
-    # the warm phase: one batch of 2 per task, the estimate complete after the last of them
-    assert [t for t, _ in curve[:tasks]] == [2 * (i + 1) for i in range(tasks)]
+    # the warm phase: one batch of 2 per task (1 where the design space has one schedule),
+    # the estimate complete after the last of them
+    warm = [t for t, _ in curve[:tasks]]
+    assert all(b - a in (1, 2) for a, b in zip([0, *warm], warm))
     assert curve[tasks - 2][1] is None and curve[tasks - 1][1] is not None
-    assert curve[-1][0] == 16 and curve[-1][1] <= curve[tasks - 1][1]  # then the search
+    assert curve[-1][0] == newest["trials"] and curve[-1][1] <= curve[tasks - 1][1]  # search
 
 
 @pytest.mark.slow

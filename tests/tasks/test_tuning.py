@@ -18,7 +18,8 @@ TASKS = [TaskShare("conv_a", 600.0, 1), TaskShare("reshape", 0.0, 4),
     (0.5, [0]),             # conv_a alone carries 60%
     (0.9, [0, 2]),          # + conv_b (3 occurrences) = 90%
     (0.95, [0, 2, 3]),      # + dense (ties with add: the earlier task first)
-    (1.0, [0, 2, 3, 4]),    # everything with FLOPs; zero-FLOP reshapes are never worth tuning
+    (0.999, [0, 2, 3, 4]),  # everything with FLOPs
+    (1.0, [0, 1, 2, 3, 4]),  # every task: the zero-FLOP reshape takes time too
 ])
 def test_select_tasks_by_flops_times_occurrences(share, expected):
     assert select_tasks(TASKS, share) == expected
