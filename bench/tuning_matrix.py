@@ -182,6 +182,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     shutil.rmtree(database, ignore_errors=True)  # a cell starts over (see the docstring)
     instant = variant.startswith("instant")
     share = variant == "instant-share"
+    graph = cell_graph(network, variant, args.folded)
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
     waited = {}
@@ -208,7 +209,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             population=args.samples if instant else None, seed=seed,
             instant_top=args.top if instant else None,
             warm_start=args.warm if variant.startswith("warm") else None,
-            graph=cell_graph(network, variant, args.folded), report=report)
+            graph=graph, report=report)
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -226,7 +227,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": args.warm if variant.startswith("warm") else None,
-        "graph": cell_graph(network, variant, args.folded),
+        "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),

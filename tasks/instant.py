@@ -36,9 +36,10 @@ FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows
 class _TaskState:
     """One task between the passes: what was ranked and not measured, and its best time."""
     context: int  # the TuningLog context its measurements go to
-    index: int  # in `extracted`
+    task: Any  # the extracted task: task_name, weight, dispatched[0] (its module)
+    mod_json: str  # its module as JSON, what sampling and the measurer take
     flops: float
-    remainder: list[Any]  # ranked candidates not measured yet, best first
+    remainder: list[Any] = field(default_factory=list)  # ranked, not measured, best first
     sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
     best_s: float | None = None  # fastest measured mean run time
     space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
@@ -105,32 +106,33 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if log.should_stop():
             return
         task = extracted[index]
-        state = _TaskState(i if context_of is None else context_of[i], index, flops[i], [])
+        state = _TaskState(i if context_of is None else context_of[i], task,
+                           tvm.ir.save_json(task.dispatched[0]), flops[i])
         started = time.monotonic()
-        ranked = tuner.rank(task, state, samples, seed)
+        ranked = tuner.rank(state, samples, seed)
         if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
         state.space_exhausted = len(ranked) < samples
-        measured = tuner.measure(task, state, ranked[:measure_top])
+        measured = tuner.measure(state, ranked[:measure_top])
         state.remainder = ranked[measure_top:]
         states.append(state)
         report(f"{task.task_name}: ranked {len(ranked)} candidates, measured the top "
                f"{measured} in {time.monotonic() - started:.1f} s")
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
-        _second_pass(tuner, extracted, states, extra, samples, seed)
+        _second_pass(tuner, states, extra, samples, seed)
 
 
-def _second_pass(tuner: _Tuner, extracted: list[Any], states: list[_TaskState], extra: int,
-                 samples: int, seed: int, batch_size: int = FIRST_PASS_TOP) -> None:
+def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: int, seed: int,
+                 batch_size: int = FIRST_PASS_TOP) -> None:
     """Measure `extra` more candidates, spread by each task's share of the estimated latency
     (best measured time x occurrences); a task whose design space was not exhausted draws a
     fresh sample of `samples`, ranked beside its first pass's unmeasured remainder. They are
     measured in batches of `batch_size`, so a deadline or a signal ends the pass within one
     (a heavy task's share, whole, took up to 50 s on resnet18)."""
     timed = [s for s in states if s.best_s is not None]
-    latency = [s.best_s * float(extracted[s.index].weight) for s in timed]
+    latency = [s.best_s * float(s.task.weight) for s in timed]
     caps = [len(s.remainder) if s.space_exhausted else len(s.remainder) + samples
             for s in timed]
     counts = allocate_by_share(latency, extra, caps)
@@ -139,24 +141,23 @@ def _second_pass(tuner: _Tuner, extracted: list[Any], states: list[_TaskState], 
                   key=lambda p: -p[2])
     tuner.report(f"second pass: {sum(counts)} more measurements by share of the estimated "
                  f"latency ({total * 1e3:.1f} ms): " + ", ".join(
-                     f"{extracted[s.index].task_name} {n} ({t / total:.0%})"
+                     f"{s.task.task_name} {n} ({t / total:.0%})"
                      for n, s, t in plan))
     for count, state, _ in plan:
         if tuner.log.should_stop():
             return
-        task = extracted[state.index]
         started, before = time.monotonic(), state.best_s
         pool = state.remainder
         if not state.space_exhausted:
             # another draw (seed + 1) beside the first pass's, ranked together
-            pool = pool + tuner.rank(task, state, samples, seed + 1)
+            pool = pool + tuner.rank(state, samples, seed + 1)
             pool.sort(key=lambda c: -c.score)
         measured, count = 0, min(count, len(pool))  # a second draw may come up short
         while measured < count and not tuner.log.should_stop():  # a deadline, within a batch
             batch = pool[measured:min(count, measured + batch_size)]
-            measured += tuner.measure(task, state, batch)
+            measured += tuner.measure(state, batch)
         state.remainder = pool[measured:]
-        tuner.report(f"{task.task_name}: measured {measured} more of {len(pool)} ranked in "
+        tuner.report(f"{state.task.task_name}: measured {measured} more of {len(pool)} ranked in "
                      f"{time.monotonic() - started:.1f} s; best {before * 1e3:.3f} -> "
                      f"{state.best_s * 1e3:.3f} ms")
 
@@ -177,15 +178,14 @@ class _Tuner:
         self.hardware = np.array(profile.feature_vector(), np.float32)
         self.next_id = 0  # unique per run: a worker loads each artifact path once (dlopen)
 
-    def rank(self, task: Any, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
-        """`samples` new distinct candidates of `task` (none drawn before), best first."""
+    def rank(self, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
+        """`samples` new distinct candidates of the task (none drawn before), best first."""
         from models.dataset import dataset_from_features
         from tasks.sampling import sample_candidates
 
-        mod_json = self.tvm.ir.save_json(task.dispatched[0])
         known = state.sampled
-        candidates, _ = sample_candidates(mod_json, self.profile.target, len(known) + samples,
-                                          seed, known_hashes=known)
+        candidates, _ = sample_candidates(state.mod_json, self.profile.target,
+                                          len(known) + samples, seed, known_hashes=known)
         state.sampled = known | {c.schedule_hash for c in candidates}
         if not candidates:
             return []
@@ -195,17 +195,17 @@ class _Tuner:
         return [_Ranked(candidates[i], float(scores[i]))
                 for i in np.argsort(-scores, kind="stable")]
 
-    def measure(self, task: Any, state: _TaskState, picks: list[_Ranked]) -> int:
+    def measure(self, state: _TaskState, picks: list[_Ranked]) -> int:
         """Build and run `picks`; commit them to the database and the log."""
         from tvm.s_tir.meta_schedule.utils import shash2hex
 
         from tasks.measure import MeasureJob
 
-        task_mod = task.dispatched[0]
-        mod_json = self.tvm.ir.save_json(task_mod)
+        task_mod = state.task.dispatched[0]
+        workload = shash2hex(task_mod)
         measuring = time.monotonic()
         results = self.measurer.measure([
-            MeasureJob(self.next_id + i, shash2hex(task_mod), mod_json, p.candidate.trace_json,
+            MeasureJob(self.next_id + i, workload, state.mod_json, p.candidate.trace_json,
                        state.flops) for i, p in enumerate(picks)])
         self.log.add_measure_time(time.monotonic() - measuring)
         self.next_id += len(picks)
@@ -218,7 +218,7 @@ class _Tuner:
             state.best_s = min(times + ([state.best_s] if state.best_s is not None else []))
         failed = [r.error_kind for r in results if r.error_kind]
         if failed:
-            self.report(f"{task.task_name}: {len(failed)} of {len(picks)} failed "
+            self.report(f"{state.task.task_name}: {len(failed)} of {len(picks)} failed "
                         f"({', '.join(sorted(set(failed)))})")
         return len(picks)
 

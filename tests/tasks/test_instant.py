@@ -45,13 +45,13 @@ class _Tuner:
     def report(self, line):
         self.lines.append(line)
 
-    def rank(self, task, state, samples, seed):
+    def rank(self, state, samples, seed):
         from tasks.instant import _Ranked
 
-        return [_Ranked(f"{task.task_name}-new{i}", 0.5) for i in range(self.fresh)]
+        return [_Ranked(f"{state.task.task_name}-new{i}", 0.5) for i in range(self.fresh)]
 
-    def measure(self, task, state, picks):
-        self.batches.append((task.task_name, len(picks)))
+    def measure(self, state, picks):
+        self.batches.append((state.task.task_name, len(picks)))
         self.log.trials += len(picks)
         return len(picks)
 
@@ -61,19 +61,18 @@ def _states(remainders: list[int], exhausted: list[bool]):
 
     from tasks.instant import _Ranked, _TaskState
 
-    tasks = [SimpleNamespace(task_name=f"t{i}", weight=1) for i in range(len(remainders))]
-    states = [_TaskState(i, i, 1.0, [_Ranked(f"t{i}-{j}", 1.0) for j in range(n)],
-                         best_s=[0.003, 0.001][i], space_exhausted=x)
-              for i, (n, x) in enumerate(zip(remainders, exhausted))]
-    return tasks, states
+    return [_TaskState(i, SimpleNamespace(task_name=f"t{i}", weight=1), "{}", 1.0,
+                       [_Ranked(f"t{i}-{j}", 1.0) for j in range(n)],
+                       best_s=[0.003, 0.001][i], space_exhausted=x)
+            for i, (n, x) in enumerate(zip(remainders, exhausted))]
 
 
 def test_the_second_pass_measures_the_heaviest_task_first_in_batches_until_the_deadline():
     from tasks.instant import _second_pass
 
-    tasks, states = _states([20, 20], [False, False])
+    states = _states([20, 20], [False, False])
     tuner = _Tuner(_Log(stop_after=20), fresh=10)
-    _second_pass(tuner, tasks, states, extra=40, samples=10, seed=0, batch_size=8)
+    _second_pass(tuner, states, extra=40, samples=10, seed=0, batch_size=8)
     # t0 carries 3/4 of the time: 30 of the 40; the deadline falls after its third batch
     assert tuner.batches == [("t0", 8), ("t0", 8), ("t0", 8)]
     assert "t0 30 (75%), t1 10 (25%)" in tuner.lines[0]
@@ -83,8 +82,8 @@ def test_the_second_pass_measures_the_heaviest_task_first_in_batches_until_the_d
 def test_a_task_whose_space_is_exhausted_gets_no_more_than_it_has_left():
     from tasks.instant import _second_pass
 
-    tasks, states = _states([3, 20], [True, False])
+    states = _states([3, 20], [True, False])
     tuner = _Tuner(_Log(stop_after=10**6), fresh=0)  # and the second draw comes up empty
-    _second_pass(tuner, tasks, states, extra=40, samples=10, seed=0, batch_size=8)
+    _second_pass(tuner, states, extra=40, samples=10, seed=0, batch_size=8)
     assert sum(n for t, n in tuner.batches if t == "t0") == 3
     assert sum(n for t, n in tuner.batches if t == "t1") == 20  # planned 30 of its 20 + 10
