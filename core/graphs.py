@@ -14,10 +14,20 @@ from core.errors import TenforgeError
 # - "folded": what depends on the weights alone (weight transposes, batch norm's
 #   sqrt(var + eps), broadcasts of its vectors) is computed once, at load, so no inference
 #   pays for it, and the operators after a convolution fuse into it;
-# - "nhwc": folded, with convolutions in NHWC (channels innermost, where x86 vectorizes).
-GRAPHS = ("exported", "folded", "nhwc")
-Graph = Literal["exported", "folded", "nhwc"]  # for flow parameters (the Prefect UI's choice)
-CONV_LAYOUTS = {"nhwc": ["NHWC", "OHWI"]}  # relax.transform.ConvertLayout's (data, weight)
+# - "nhwc": folded, with convolutions in NHWC (channels innermost, where x86 vectorizes);
+# - "nchw8c" / "nchw16c": folded, with convolutions in NCHW[x]c, channels blocked by one
+#   vector's width (8 floats in AVX2, 16 in AVX-512): the innermost axis of output and weight
+#   is the vector, whatever the stride, and the layout flows through the batch norms, adds and
+#   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax). A
+#   convolution whose channels the block does not divide (an RGB stem) stays NCHW.
+GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c")
+# for flow parameters (the Prefect UI's choice)
+Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c"]
+CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.conv2d
+    "nhwc": ["NHWC", "OHWI"],
+    "nchw8c": ["NCHW8c", "OIHW8i8o"],
+    "nchw16c": ["NCHW16c", "OIHW16i16o"],
+}
 
 
 def stored_network_name(name: str, graph: str) -> str:

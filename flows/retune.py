@@ -53,7 +53,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             candidates per task (out of `trials`); the search starts from them.
         graph: how the network is prepared before tuning: exported (as torch.export gives
             it), folded (what depends on the weights alone runs once, at load; operators
-            after a convolution fuse into it) or nhwc (folded, convolutions in NHWC).
+            after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
+            nchw8c / nchw16c (folded, convolutions in NCHW with channels blocked by one
+            AVX2 / AVX-512 vector).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,

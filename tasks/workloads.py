@@ -13,6 +13,7 @@ from core.errors import TenforgeError
 from core.graphs import CONV_LAYOUTS, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
+from tasks.blocked_conv import legalize_conv2d
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 
@@ -78,7 +79,8 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
     legalized = tvm.transform.Sequential([
         relax.transform.DecomposeOpsForInference(),
         *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR
-        relax.transform.LegalizeOps(),  # without it extract_tasks finds nothing
+        # without it extract_tasks finds nothing
+        relax.transform.LegalizeOps({"relax.nn.conv2d": legalize_conv2d}),
     ])(mod)
     check_lowered(legalized, workload.name)
     annotated = tvm.transform.Sequential([

@@ -252,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the network is prepared before tuning: exported (as torch.export "
                         "gives it), folded (what depends on the weights alone runs once, at "
                         "load; operators after a convolution fuse into it), nhwc (folded, "
-                        "convolutions channels-last)")
+                        "convolutions channels-last), nchw8c / nchw16c (folded, channels "
+                        "blocked by 8 / 16: one AVX2 / AVX-512 vector)")
     p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
                    help="before the search, measure the learned model's top K of 256 ranked "
                         "candidates per task (as instant does), out of --trials: every task "

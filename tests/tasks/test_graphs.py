@@ -86,7 +86,8 @@ def test_folding_moves_weight_only_work_out_of_the_tasks(workload):
     # exported: the linear weight's transpose is a task of its own, run every inference
     assert any(n == "transpose" or n.startswith("transpose") for n in names["exported"])
     assert not any(n.startswith("transpose") for n in names["folded"]), names
-    for graph in ("folded", "nhwc"):  # (nhwc transposes its input activation, not a weight)
+    # (nhwc and nchw8c transform their input activation, not a weight)
+    for graph in ("folded", "nhwc", "nchw8c"):
         assert not any("expand_dims" in n for n in names[graph]), names
         # the residual add and relu fuse into the convolution that feeds them
         assert any(n.startswith("fused_conv2d") and "relu" in n for n in names[graph]), names
@@ -97,11 +98,17 @@ def test_folding_moves_weight_only_work_out_of_the_tasks(workload):
     assert len(nhwc_w) <= len(exported_w)
     assert (8, 3, 3, 3) in [w.shape for w in nhwc_w]  # conv1: OIHW (8,3,3,3) -> OHWI (8,3,3,3)
     assert (8, 3, 3, 8) in [w.shape for w in nhwc_w]  # conv2: OIHW (8,8,3,3) -> OHWI
+    # nchw8c blocks the convolution whose channels 8 divides, and keeps the RGB one NCHW;
+    # 8 channels do not fill nchw16c's block, so there every convolution stays NCHW
+    assert any(n.startswith("fused_conv2d_NCHWc") for n in names["nchw8c"]), names
+    assert not any("NCHWc" in n for n in names["nchw16c"]), names
+    blocked_w = [w.shape for w in import_with_weights(workload, 1, None, "nchw8c")[1]]
+    assert (1, 1, 3, 3, 8, 8) in blocked_w and (8, 3, 3, 3) in blocked_w, blocked_w
 
 
 def test_an_unknown_graph_is_refused_in_one_line(workload):
     with pytest.raises(TenforgeError, match="unknown graph preparation 'nchwc'; choose one of "
-                                            "exported, folded, nhwc"):
+                                            "exported, folded, nhwc, nchw8c, nchw16c"):
         import_with_weights(workload, 1, None, "nchwc")
 
 
