@@ -6,6 +6,8 @@ machine slowed PyTorch's resnet18 by up to 48%. When $TENFORGE_PAUSE_FILE names 
 that file exists, holding the pid of a live process, measurement workers wait before their
 next request and collection waits before sampling its next task: nothing is paused mid-way,
 so no timing of theirs is stretched. A file whose pid is gone (a killed bench) is ignored.
+$TENFORGE_PAUSE_FILE may name several files, separated by os.pathsep (':'): work waits while
+any of them is held (the matrix's, and a person's running tests on the collection's vCPU).
 """
 
 from __future__ import annotations
@@ -36,12 +38,11 @@ def _holder_alive(path: Path) -> bool:
 
 
 def wait_while_paused(poll_s: float = 1.0) -> float:
-    """Seconds waited while $TENFORGE_PAUSE_FILE held a live pid (0 when unset)."""
-    name = os.environ.get(PAUSE_FILE_ENV)
-    if not name:
-        return 0.0
-    path, waited = Path(name), 0.0
-    while _holder_alive(path):
+    """Seconds waited while a file of $TENFORGE_PAUSE_FILE held a live pid (0 when unset)."""
+    paths = [Path(name) for name in os.environ.get(PAUSE_FILE_ENV, "").split(os.pathsep)
+             if name]
+    waited = 0.0
+    while any(_holder_alive(path) for path in paths):
         time.sleep(poll_s)
         waited += poll_s
     return waited

@@ -41,3 +41,20 @@ def test_a_file_left_by_a_dead_process_or_by_oneself_holds_nothing(monkeypatch, 
     assert not path.exists()
     with pause_others(None):
         pass
+
+
+def test_work_waits_while_any_of_several_files_is_held(monkeypatch, tmp_path):
+    """TENFORGE_PAUSE_FILE=A:B: the matrix's file and a person's (tests on the same vCPU)."""
+    import os
+
+    matrix, person = tmp_path / "matrix", tmp_path / "person"
+    monkeypatch.setenv(PAUSE_FILE_ENV, f"{matrix}{os.pathsep}{person}")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        person.write_text(str(holder.pid))  # the second file alone holds
+        threading.Timer(0.3, person.unlink).start()
+        assert wait_while_paused(poll_s=0.05) > 0
+        assert wait_while_paused(poll_s=0.05) == 0.0  # neither held
+    finally:
+        holder.kill()
+        holder.wait()
