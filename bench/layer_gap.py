@@ -74,6 +74,10 @@ def layer_key_of_task(mod_json: str, target: dict, graph: str) -> tuple | None:
             _, side, _, cin = data
             cout, k = weight[0], weight[1]
             out_side = out[1]
+        elif len(data) == 5:  # NCHW[x]c data, OIHW[x]i[y]o weights (nchw8c, nchw16c)
+            _, chunks, side, _, block = data
+            cin, cout, k, out_side = chunks * block, weight[0] * weight[5], weight[2], out[2]
+            return ("conv", cin, cout, k, max(1, round(side / out_side)), side, 1)
         else:
             _, cin, side, _ = data
             cout, k = weight[0], weight[2]

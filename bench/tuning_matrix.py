@@ -15,6 +15,8 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-nhwc  warm on the network prepared channels-last (retune --graph nhwc: folded, every
            convolution NHWC/OHWI); run it with a --db whose NHWC data the model learns from
            and its own --work (the models' index is per work folder)
+  ms-xgb-nchw8c  MetaSchedule's XGB on the network with convolutions in NCHW8c (retune
+           --graph nchw8c: channels blocked by an AVX2 vector); no model has seen such tasks
 Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
 folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
@@ -59,7 +61,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc")
+VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
+            "ms-xgb-nchw8c")
+LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 
@@ -161,11 +165,17 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
 
 
 def cell_graph(network: str, variant: str, folded: str) -> str:
-    """How a cell prepares its network (core.graphs): nhwc for the -nhwc variants, folded for
-    the networks named in `folded` (comma-separated), else as exported."""
-    if variant.endswith("-nhwc"):
-        return "nhwc"
+    """How a cell prepares its network (core.graphs): GRAPH for the -GRAPH variants (warm-nhwc),
+    folded for the networks named in `folded` (comma-separated), else as exported."""
+    for graph in LAYOUT_VARIANTS:
+        if variant.endswith(f"-{graph}"):
+            return graph
     return "folded" if network in folded.split(",") else "exported"
+
+
+def uses_ms_xgb(variant: str) -> bool:
+    """MetaSchedule's XGB, from scratch (ms-xgb, ms-xgb-nchw8c): no learned model."""
+    return variant == "ms-xgb" or variant.startswith("ms-xgb-")
 
 
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
@@ -204,7 +214,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             network, profile, database,
             trials=args.instant_trials if share else args.top if instant else args.trials,
             minutes=args.instant_minutes if share else None if instant else args.minutes,
-            cost_model="xgb" if variant == "ms-xgb" else model["path"],
+            cost_model="xgb" if uses_ms_xgb(variant) else model["path"],
             scheduler="instant" if instant else "gradient", flops_share=1.0,
             population=args.samples if instant else None, seed=seed,
             instant_top=args.top if instant else None,
@@ -240,7 +250,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "tir_functions": result.tuned["tir_functions"],
         "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
         "curve": step_curve(result.curve),
-        "model": None if variant == "ms-xgb" else model,
+        "model": None if uses_ms_xgb(variant) else model,
         "other_cpus_busy": contention, "waited_for_quiet_s": waited,
         "provenance": {"tvm": tvm_version(), "cpu": cpu_model(), "commit": commit,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(began)),
@@ -284,7 +294,7 @@ def collect(args: argparse.Namespace) -> None:
     for done, (seed, network, variant) in enumerate(todo):
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
               f"({time.strftime('%H:%M:%S')})", flush=True)
-        model = None if variant == "ms-xgb" else learned_model(
+        model = None if uses_ms_xgb(variant) else learned_model(
             db, profile.name, holdout, args.family, params, seed, work)
         row = run_cell(network, variant, seed, args, model, commit)
         if row["stop_reason"] == "interrupt":  # SIGTERM or Ctrl-C: not a result, rerun it

@@ -147,3 +147,10 @@ def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
     assert cell_graph("resnet18", "learned", "bert") == "exported"
     assert cell_graph("resnet18", "warm-nhwc", "bert") == "nhwc"
     assert cell_graph("bert", "ms-xgb", "") == "exported"
+    assert cell_graph("resnet18", "ms-xgb-nchw8c", "bert") == "nchw8c"
+
+
+def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
+    from bench.tuning_matrix import VARIANTS, uses_ms_xgb
+
+    assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c"]
