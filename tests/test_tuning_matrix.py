@@ -154,3 +154,16 @@ def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
     from bench.tuning_matrix import VARIANTS, uses_ms_xgb
 
     assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c"]
+
+
+def test_the_report_names_cells_whose_two_timings_disagree():
+    from bench.tuning_matrix import timing_disagreements
+
+    cells = [{"network": "resnet18", "variant": "warm", "seed": 0, "tuned_ms": 70.0,
+              "tuned_ms_again": 72.0},
+             {"network": "resnet18", "variant": "instant-share", "seed": 2, "tuned_ms": 91.37,
+              "tuned_ms_again": 75.47},
+             {"network": "bert", "variant": "warm", "seed": 0, "tuned_ms": 500.0}]  # older
+    assert timing_disagreements(cells) == [
+        "Timed twice (the tuned network again after PyTorch): 2 cells; 1 more than 10% apart:",
+        "- resnet18 instant-share s2: 91.37 ms, then 75.47"]
