@@ -499,8 +499,7 @@ def plot(cells: list[dict[str, Any]], path: Path) -> None:
 
     networks = sorted({c["network"] for c in cells})
     fig, axes = plt.subplots(len(networks), 1, figsize=(8, 3.6 * len(networks)), squeeze=False)
-    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
-                                 "tab:brown")))
+    colors = dict(zip(VARIANTS, (f"C{i}" for i in range(len(VARIANTS)))))  # one per variant
     for ax, network in zip(axes[:, 0], networks):
         for c in (c for c in cells if c["network"] == network and c["curve"]):
             wall = [p[1] / 60 for p in c["curve"]]

@@ -57,7 +57,8 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
     empty = subprocess.run(script, capture_output=True, text=True)
     assert empty.returncode != 0 and "no cells under" in empty.stderr
     for row in (cell("ms-xgb", 0, [[10, 100.0, 9.0], [60, 600.0, 5.0]]),
-                cell("learned", 0, [[10, 50.0, 6.0], [20, 150.0, 5.0]])):
+                cell("learned", 0, [[10, 50.0, 6.0], [20, 150.0, 5.0]]),
+                cell("ms-xgb-nchw8c", 0, [[10, 100.0, 8.0]])):  # the last variant plots too
         (cells / f"net-{row['variant']}-s0.json").write_text(json.dumps(row))
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
