@@ -147,3 +147,29 @@ def test_collect_stores_a_prepared_graphs_tasks_under_its_own_name(workload, db)
     assert any(shape(1, 12, 12, 8) in text and shape(8, 3, 3, 8) in text for text in scripts)
     with pytest.raises(TenforgeError, match="unknown graph preparation 'nchwc'"):
         validate_collect(db, "local-1t", ["matmul"], 4, graph="nchwc")
+
+
+WIDE_CODE = USER_CODE.replace("nn.Conv2d(3, 8,", "nn.Conv2d(3, 16,").replace(
+    "nn.Conv2d(8, 8,", "nn.Conv2d(16, 16,").replace("BatchNorm2d(8)", "BatchNorm2d(16)").replace(
+    "nn.Linear(8, 5)", "nn.Linear(16, 5)")
+
+
+def test_nchw16c_blocks_sixteen_channels_and_computes_what_pytorch_computes(tmp_path):
+    """AVX-512's block: the 16-channel convolution becomes conv2d_NCHWc (whatever CPU runs the
+    test: the layout is plain TIR), and the network's output is PyTorch's."""
+    import torch
+
+    from tasks.user_models import factory_module
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_CODE)
+    wide = resolve_workload(f"{path}:make")
+    model, (x,) = factory_module(wide)
+    with torch.no_grad():
+        want = model(x).numpy()
+    fused, weights, _ = import_with_weights(wide, 1, None, "nchw16c")
+    names = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
+    assert any(n.startswith("fused_conv2d_NCHWc") for n in names), names
+    assert (1, 1, 3, 3, 16, 16) in [w.shape for w in weights]
+    np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+                               atol=1e-5)
