@@ -32,7 +32,11 @@ def publish_markdown(key: str, markdown: str, description: str | None = None) ->
 
 
 def progress_reporter(key: str, description: str) -> Callable[[int, int], None]:
-    """A callback (done, total) that keeps a progress artifact current (at most every 1%)."""
+    """A callback (done, total) that keeps a progress artifact current (at most every 1%).
+
+    The last report is read back: a run's page must not show 0% for finished work. CI once saw
+    a collect run complete with its progress artifact still at 0 (tests/test_service.py), so a
+    final value the server does not hold is written again, with a warning in the run's log."""
     if not in_flow_run():
         return lambda done, total: None
     from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -41,9 +45,26 @@ def progress_reporter(key: str, description: str) -> Callable[[int, int], None]:
     last = [0.0]
 
     def update(done: int, total: int) -> None:
-        percent = 100.0 * done / total if total else 100.0
+        percent = min(100.0 * done / total if total else 100.0, 100.0)
         if percent - last[0] >= 1.0 or done >= total:
-            update_progress_artifact(artifact_id, progress=min(percent, 100.0))
+            update_progress_artifact(artifact_id, progress=percent)
             last[0] = percent
+            if done >= total:
+                _make_sure_it_holds(artifact_id, percent)
 
     return update
+
+
+def _make_sure_it_holds(artifact_id, percent: float) -> None:
+    from prefect.artifacts import update_progress_artifact
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterId
+    from prefect.logging import get_run_logger
+
+    with get_client(sync_client=True) as client:
+        (held,) = client.read_artifacts(
+            artifact_filter=ArtifactFilter(id=ArtifactFilterId(any_=[artifact_id])))
+    if held.data is None or float(held.data) != percent:
+        get_run_logger().warning(f"progress artifact {artifact_id} holds {held.data!r}, not "
+                                 f"{percent}: writing it again")
+        update_progress_artifact(artifact_id, progress=percent)

@@ -47,6 +47,10 @@ def wait_for_run(base: str, run_id: str, timeout_s: float = 900) -> dict:
 
 
 def artifacts_of(base: str, run_id: str) -> dict[str, dict]:
+    """A run's artifacts by key; a key published twice by one run is a bug, said as such."""
     _, found = api(base, "POST", "/artifacts/filter",
                    {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
+    keys = [a["key"] for a in found]
+    twice = {k for k in keys if keys.count(k) > 1}
+    assert not twice, [(a["key"], a["data"], a["created"]) for a in found if a["key"] in twice]
     return {a["key"]: a for a in found}
