@@ -58,13 +58,19 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
     assert empty.returncode != 0 and "no cells under" in empty.stderr
     for row in (cell("ms-xgb", 0, [[10, 100.0, 9.0], [60, 600.0, 5.0]]),
                 cell("learned", 0, [[10, 50.0, 6.0], [20, 150.0, 5.0]]),
-                cell("ms-xgb-nchw8c", 0, [[10, 100.0, 8.0]])):  # the last variant plots too
+                cell("ms-xgb-nchw8c", 0, [[10, 100.0, 8.0], [60, 300.0, 5.0]]),
+                cell("instant-share-nchw8c", 0, [[10, 20.0, 5.0]])):  # the last variant plots too
         (cells / f"net-{row['variant']}-s0.json").write_text(json.dumps(row))
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     table = (tmp_path / "README.md").read_text()
     assert "| net | learned | 0 | 2.00 | 3.00 | 1.50 |" in table
     assert "4.00" in table  # the search-time speedup: 600 s / 150 s
+    speedup = {line.split(" | ")[1]: line.split(" | ")[9] for line in table.splitlines()
+               if line.startswith("| net | ")}
+    # against MetaSchedule's XGB on its own graph: 300 s / 20 s; that one against NCHW's 600 s
+    assert speedup == {"ms-xgb": "1.00", "learned": "4.00", "ms-xgb-nchw8c": "2.00",
+                       "instant-share-nchw8c": "15.00"}
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -149,6 +155,17 @@ def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
     assert cell_graph("resnet18", "warm-nhwc", "bert") == "nhwc"
     assert cell_graph("bert", "ms-xgb", "") == "exported"
     assert cell_graph("resnet18", "ms-xgb-nchw8c", "bert") == "nchw8c"
+
+
+def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there_is_one():
+    from bench.tuning_matrix import baseline_of
+
+    both = {"ms-xgb", "ms-xgb-nchw8c", "learned-nchw8c", "warm-nhwc"}
+    assert baseline_of("learned-nchw8c", both) == "ms-xgb-nchw8c"
+    assert baseline_of("ms-xgb-nchw8c", both) == "ms-xgb"
+    assert baseline_of("warm-nhwc", both) == "ms-xgb"  # no ms-xgb-nhwc in the matrix
+    assert baseline_of("learned-nchw8c", {"ms-xgb", "learned-nchw8c"}) == "ms-xgb"
+    assert baseline_of("learned", both) == "ms-xgb"
 
 
 def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
