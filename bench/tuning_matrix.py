@@ -345,15 +345,15 @@ def baseline_of(variant: str, present: set[str]) -> str:
     return VARIANTS[0]
 
 
-def speedups(cells: list[dict[str, Any]], baseline: str, slack: float = 1.0
-             ) -> dict[tuple, tuple]:
-    """(network, variant, seed) -> (search-time speedup, trial speedup) to the baseline's
-    final estimate x `slack` (1.1: within 10% of it); (None, None) where the variant never
-    reached it."""
-    base = {(c["network"], c["seed"]): c for c in cells if c["variant"] == baseline}
+def speedups(cells: list[dict[str, Any]], slack: float = 1.0) -> dict[tuple, tuple]:
+    """(network, variant, seed) -> (search-time speedup, trial speedup) to the final estimate
+    of the variant's baseline (`baseline_of`) x `slack` (1.1: within 10% of it); (None, None)
+    where the variant never reached it."""
+    present = {c["variant"] for c in cells}
+    base = {(c["network"], c["variant"], c["seed"]): c for c in cells}
     out = {}
     for c in cells:
-        b = base.get((c["network"], c["seed"]))
+        b = base.get((c["network"], baseline_of(c["variant"], present), c["seed"]))
         if b is None or not b["curve"]:
             continue
         final = best_within(b["curve"], b["trials_budget"]) * slack
@@ -422,12 +422,8 @@ def report(args: argparse.Namespace) -> None:
     if not cells:
         raise SystemExit(f"no cells under {out / 'cells'}: run the matrix first (without "
                          "--report)")
-    present = {c["variant"] for c in cells}
-    bases = {baseline_of(v, present) for v in present}
-    gains = {k: v for base in bases for k, v in speedups(cells, base).items()
-             if baseline_of(k[1], present) == base}
-    near = {k: v for base in bases for k, v in speedups(cells, base, slack=NEAR).items()
-            if baseline_of(k[1], present) == base}
+    gains = speedups(cells)
+    near = speedups(cells, slack=NEAR)
     rows = []
     for (network, variant) in sorted({(c["network"], c["variant"]) for c in cells},
                                      key=lambda k: (k[0], VARIANTS.index(k[1]))):
