@@ -12,14 +12,19 @@ Variants (the first is the baseline the search-time speedup is measured against)
            until --instant-minutes
   warm     the same model searching, after measuring its top --warm per task first (out of
            the same budget: the estimate exists within minutes, and the search starts there)
+  lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
+           instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
+           exploration per turn, and its estimate exists after the first, shorter pass (the
+           learned cells' first pass, 417 trials and 635 s on NCHW8c, capped their speedup)
   warm-nhwc  warm on the network prepared channels-last (retune --graph nhwc: folded, every
            convolution NHWC/OHWI); run it with a --db whose NHWC data the model learns from
            and its own --work (the models' index is per work folder)
   ms-xgb-nchw8c  MetaSchedule's XGB on the network with convolutions in NCHW8c (retune
            --graph nchw8c: channels blocked by an AVX2 vector)
-  learned-nchw8c, warm-nchw8c, instant-share-nchw8c  those variants on the NCHW8c graph; run
-           them with a --db that holds NCHW8c tasks of other networks (collect --graph nchw8c)
-           and their own --work, as warm-nhwc. Their speedups are against ms-xgb-nchw8c
+  learned-nchw8c, warm-nchw8c, instant-share-nchw8c, lean-nchw8c  those variants on the
+           NCHW8c graph; run them with a --db that holds NCHW8c tasks of other networks
+           (collect --graph nchw8c) and their own --work, as warm-nhwc. Their speedups are
+           against ms-xgb-nchw8c
 Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
 folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
@@ -65,7 +70,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
-            "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c")
+            "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c",
+            "lean", "lean-nchw8c")  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
@@ -181,6 +187,21 @@ def uses_ms_xgb(variant: str) -> bool:
     return variant == "ms-xgb" or variant.startswith("ms-xgb-")
 
 
+def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
+    """tune_network's budget and search settings for a cell of `variant`."""
+    instant = variant.startswith("instant")
+    share = variant.startswith("instant-share")
+    return {
+        "trials": args.instant_trials if share else args.top if instant else args.trials,
+        "minutes": args.instant_minutes if share else None if instant else args.minutes,
+        "scheduler": "instant" if instant else "gradient",
+        "population": args.samples if instant else None,
+        "instant_top": args.top if instant else None,
+        "warm_start": args.warm if variant.startswith("warm") else None,
+        "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
+    }
+
+
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
              model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
     from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
@@ -193,8 +214,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     profile = resolve_profile(args.hardware)
     database = Path(args.work) / "databases" / f"{network}-{variant}-s{seed}"
     shutil.rmtree(database, ignore_errors=True)  # a cell starts over (see the docstring)
-    instant = variant.startswith("instant")
     share = variant.startswith("instant-share")
+    settings = search_settings(variant, args)
     graph = cell_graph(network, variant, args.folded)
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
@@ -213,16 +234,9 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             ticks["tuned timing"] = other_cpu_ticks()
 
     with quiet:
-        result = tune_network(
-            network, profile, database,
-            trials=args.instant_trials if share else args.top if instant else args.trials,
-            minutes=args.instant_minutes if share else None if instant else args.minutes,
-            cost_model="xgb" if uses_ms_xgb(variant) else model["path"],
-            scheduler="instant" if instant else "gradient", flops_share=1.0,
-            population=args.samples if instant else None, seed=seed,
-            instant_top=args.top if instant else None,
-            warm_start=args.warm if variant.startswith("warm") else None,
-            graph=graph, report=report)
+        result = tune_network(network, profile, database, **settings,
+                              cost_model="xgb" if uses_ms_xgb(variant) else model["path"],
+                              flops_share=1.0, seed=seed, graph=graph, report=report)
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -242,7 +256,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "threads": profile.num_threads,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
-        "warm_start": args.warm if variant.startswith("warm") else None,
+        "warm_start": settings["warm_start"],
+        "trials_per_round": settings["trials_per_iter"],  # None: tuning's default
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
@@ -532,9 +547,7 @@ def plot(cells: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def main() -> None:
-    from tenforge.cli import bootstrap
-
+def main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default="resnet18,mobilenet_v2,bert")
     parser.add_argument("--variants", default=",".join(VARIANTS))
@@ -549,6 +562,8 @@ def main() -> None:
                         help="instant-share: deadline")
     parser.add_argument("--warm", type=int, default=4,
                         help="warm: the model's picks measured per task before the search")
+    parser.add_argument("--lean-batch", type=int, default=8,
+                        help="lean: candidates measured per turn of a task")
     parser.add_argument("--folded", default="bert",
                         help="networks whose cells tune the folded graph (their weight-only "
                              "work runs once, at load): BERT's exported graph transposes every "
@@ -574,7 +589,13 @@ def main() -> None:
                         help="only store the finished cells' measured candidates in STORE, a "
                              "store holding the seed (bench/matrix_writeback.py), for "
                              "`tenforge dataset export-seed`")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    from tenforge.cli import bootstrap
+
+    args = main_parser().parse_args()
     args.pause_file = args.pause_file or None
     if args.report:
         report(args)

@@ -185,3 +185,17 @@ def test_the_report_names_cells_whose_two_timings_disagree():
     assert timing_disagreements(cells) == [
         "Timed twice (the tuned network again after PyTorch): 2 cells; 1 more than 10% apart:",
         "- resnet18 instant-share s2: 91.37 ms, then 75.47"]
+
+
+def test_each_variant_sets_only_its_own_search_setting():
+    from bench.tuning_matrix import main_parser, search_settings
+
+    args = main_parser().parse_args(["--lean-batch", "6", "--warm", "3"])
+    lean = search_settings("lean-nchw8c", args)
+    assert lean["trials_per_iter"] == 6 and lean["warm_start"] is None
+    assert lean["scheduler"] == "gradient" and lean["trials"] == args.trials
+    assert search_settings("learned", args)["trials_per_iter"] is None  # tuning's default
+    assert search_settings("warm", args)["warm_start"] == 3
+    share = search_settings("instant-share-nchw8c", args)
+    assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
+    assert share["minutes"] == args.instant_minutes
