@@ -11,7 +11,8 @@ networks), one split per --seeds entry. Rows of the table, for each data kind:
   'tuning', tasks/tuning/writeback.py), when the store has any. Both validate and are scored on
   the same random rows of the validation and held-out networks (models.splits.rows_in_tasks_of).
 - family x feature set: per-store features (MetaSchedule's PerStoreFeature), and for the tree
-  families per-store + the trace summary (models/trace_features.py);
+  families per-store + the trace summary (models/trace_features.py); `bagged` is five lgbm
+  models of different seeds ranking together (models/bagged.py), not searched;
 - hparams: the family's defaults, and (--trials > 0) the best of an Optuna study restricted to
   the family (its feature set is searched too), validated on the validation networks.
 
@@ -50,6 +51,7 @@ from models.splits import rows_in_tasks_of  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
+BAG = "bagged"  # five lgbm seeds (models/bagged.py): its feature sets are its members'
 KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
 
@@ -73,9 +75,9 @@ def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
     out = []
     for family in families:
         out.append((family, "per-store", "default"))
-        if family in TRACE_FAMILIES:
+        if family in TRACE_FAMILIES or family == BAG:
             out.append((family, "per-store + trace", "default"))
-        if trials > 0:
+        if trials > 0 and family != BAG:
             out.append((family, "searched", "searched"))
     out.append((BASELINE, "per-store", "default"))
     return out
@@ -85,6 +87,8 @@ def fit(family: str, features: str, hparams: str, train, valid, args, seed: int,
         study: str) -> tuple[object, str]:
     """The fitted model of one leaderboard row, and the feature set it ended up with."""
     params: dict = {"trace_features": True} if features == "per-store + trace" else {}
+    if family == BAG:
+        params = {"member_params": params}
     if hparams == "searched":
         spec = SearchSpec(families=(family,), trials=args.trials, time_budget_s=args.budget,
                           seed=seed, max_epochs=args.max_epochs)

@@ -5,7 +5,10 @@ Data: the seed dataset (loaded into a temporary store), or --db. The held-out ne
 (--holdout, every size of each) and every task they share with others are kept out of
 training; 15% of the remaining tasks drive early stopping. The model is then scored on the
 held-out networks, per profile (TenSet's network-level top-1/top-5, per-task peak@1/@5 and
-pairwise), beside MetaSchedule's XGB trained on the same rows. The artifact's lineage records
+pairwise), beside MetaSchedule's XGB trained on the same rows, and beside the model shipped now
+for the same target kind and architecture where its held-out networks were these. A model that
+does not beat the shipped one on those rows is not written (--force writes it anyway). The
+artifact's lineage records
 the shards (names and sha256) and settings that made it, the held-out networks and those
 scores; dataset/models/README.md gets the table.
 
@@ -34,12 +37,12 @@ bootstrap()
 from core.tvm_env import tvm_version  # noqa: E402
 from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import evaluate, network_report  # noqa: E402
-from models.registry import create_model  # noqa: E402
+from models.registry import create_model, load_model  # noqa: E402
 from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 from storage.seed import SEED_DIR, find_shards  # noqa: E402
 from storage.store import Store  # noqa: E402
-from tasks.shipped import SHIPPED_DIR  # noqa: E402
+from tasks.shipped import SHIPPED_DIR, shipped_to_beat  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
 
@@ -83,13 +86,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(SHIPPED_DIR))
     parser.add_argument("--dry-run", action="store_true", help="train and score, write nothing")
+    parser.add_argument("--force", action="store_true",
+                        help="write the model even where it does not beat the shipped one")
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "ship")
     hardware = profiles(db, args.hardware)
     target_kind, arch = profile_rows(db, hardware)
     params = json.loads(args.params)
-    data_spec = DataSpec(hardware=hardware, traces=bool(params.get("trace_features")))
+    data_spec = DataSpec(hardware=hardware,
+                         traces=create_model(args.family, **params).takes_traces)
     data = load_dataset(db, data_spec)
     holdout = tuple(args.holdout.split(","))
     split_spec = SplitSpec("by_network", seed=args.seed, valid_fraction=0.15, holdout=holdout)
@@ -110,6 +116,18 @@ def main() -> None:
     gain = report["mean_network_top1"] - reports[BASELINE][2]["mean_network_top1"]
     print(f"{args.family} over MetaSchedule's XGB on the same rows: {gain:+.3f} mean network "
           "top-1")
+    current, why = shipped_to_beat(target_kind, arch, holdout, Path(args.out))
+    print(f"the shipped model to beat: {why}", flush=True)
+    if current is not None:
+        shipped_report = network_report(load_model(current.path), test, holdout)
+        print(report_table(f"shipped now, {current.model_id}", shipped_report, markdown=False))
+        over = report["mean_network_top1"] - shipped_report["mean_network_top1"]
+        print(f"{args.family} over the shipped model on the same rows: {over:+.3f} mean network "
+              "top-1", flush=True)
+        if over <= 0 and not args.dry_run and not args.force:
+            raise SystemExit(f"not shipped: {over:+.3f} mean network top-1 against "
+                             f"{current.model_id} on the same held-out rows; --force ships it "
+                             "anyway")
     if args.dry_run:
         return
 
@@ -139,9 +157,9 @@ def main() -> None:
         "`tenforge models evaluate shipped --db STORE` scores it on any store. "
         "Its model.json holds the config and the lineage (seed shards with checksums, the "
         "held-out networks, the scores below).\n\n"
-        f"## {model_id}\n\n{args.family}, trained on {len(train)} candidates of "
-        f"{', '.join(hardware)} ({', '.join(lineage['trained_networks'])}); held out of "
-        f"training: {', '.join(holdout)} and every task they share.\n\n"
+        f"## {model_id}\n\n{args.family} {json.dumps(params)}, trained on {len(train)} "
+        f"candidates of {', '.join(hardware)} ({', '.join(lineage['trained_networks'])}); "
+        f"held out of training: {', '.join(holdout)} and every task they share.\n\n"
         + report_table(args.family, report, markdown=True) + "\n\n"
         + report_table("MetaSchedule's XGB on the same rows", reports[BASELINE][2],
                        markdown=True)

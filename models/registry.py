@@ -21,6 +21,7 @@ KINDS: dict[str, str] = {
     "bilstm_attention": "models._neural:BiLSTMAttentionCostModel",
     "metaschedule_xgb": "models._metaschedule:MetaScheduleXGBCostModel",
     "residual": "models.transfer:ResidualCostModel",  # made by transfer, not searched
+    "bagged": "models.bagged:BaggedCostModel",  # several seeds of one family, not searched
 }
 # The families the Optuna search tries (models/search.py): the searchable subset of KINDS.
 FAMILIES = ("xgb", "lgbm", "mlp", "attention", "bilstm_attention")

@@ -54,6 +54,22 @@ def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
     return tuple(sorted(found, key=lambda m: m.model_id.rsplit("-", 1)[-1], reverse=True))
 
 
+def shipped_to_beat(target_kind: str, arch: str, holdout: tuple[str, ...],
+                    folder: Path = SHIPPED_DIR) -> tuple[ShippedModel | None, str]:
+    """The model shipped now in `folder` for this target kind and arch, which a new one held out
+    on `holdout` must beat to replace it, and why none where there is none: a model that
+    trained on any of `holdout` is not compared (a score on them would flatter it)."""
+    current = next((m for m in shipped_models(folder)
+                    if m.target_kind == target_kind and m.arch == arch), None)
+    if current is None:
+        return None, f"no model shipped for {target_kind}, {arch}"
+    held = set((current.lineage.get("split") or {}).get("holdout") or ())
+    if not set(holdout) <= held:
+        return None, (f"{current.model_id} held out {', '.join(sorted(held)) or 'nothing'}, "
+                      f"not all of {', '.join(holdout)}: not compared")
+    return current, f"{current.model_id}, held out {', '.join(sorted(held))}"
+
+
 def shipped_for(profile: HardwareProfile) -> ShippedModel | None:
     """The newest shipped model trained on this kind of target and CPU architecture."""
     return shipped_for_target(profile.target_kind, profile.arch)

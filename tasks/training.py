@@ -194,14 +194,14 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
         family, config = model_config(db, from_model)
         params = {**config, **params}
     params = {**params, "seed": seed}
+    model = create_model(family, **params)
     data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks),
-                      traces=bool(params.get("trace_features")))
+                      traces=model.takes_traces)
     data = load_dataset(db, data_s)
     split_s = (SplitSpec("by_network", seed=seed, valid_fraction=0.15, holdout=holdout)
                if holdout else
                SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0))
     split = make_split(data, split_s)
-    model = create_model(family, **params)
     train, valid = data.subset(split.train), data.subset(split.valid)
     info = model.fit(train, valid if len(valid) else None)
     metrics = {"valid": evaluate(model, valid) if len(valid) else {}}

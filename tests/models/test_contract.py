@@ -120,6 +120,11 @@ class TestResidual(CostModelContract):
         pytest.skip("the residual model trains without validation reports")
 
 
+class TestBagged(CostModelContract):
+    kind = "bagged"
+    fast = {"family": "lgbm", "members": 2, "member_params": {"n_estimators": 30}}
+
+
 def test_every_registered_kind_has_a_contract_test():
     tested = {cls.kind for cls in CostModelContract.__subclasses__()}
     assert tested == set(KINDS)

@@ -35,7 +35,8 @@ def test_a_shipped_model_loads_and_its_lineage_names_its_data():
     for shard in lineage["shards"]:  # the very files that trained it
         manifest = json.loads((SEED_DIR / shard["shard"]).read_text())
         assert manifest["files"] == shard["files"]
-    assert sum(p.stat().st_size for p in newest.path.iterdir()) < 8 * 2**20  # a few MB at most
+    weights = [p for p in newest.path.rglob("*") if p.is_file()]  # a bag's members in folders
+    assert sum(p.stat().st_size for p in weights) < 8 * 2**20  # a few MB at most
 
 
 @x86_only
@@ -162,3 +163,26 @@ def test_the_newest_shipped_model_is_told_by_its_stamp_not_its_family(tmp_path):
                                                          "target_kind": "llvm"}}))
     assert [m.model_id for m in shipped_models(tmp_path)] == [
         "shipped-lgbm-llvm-x86_64-20260201T0000", "shipped-xgb-llvm-x86_64-20260101T0000"]
+
+
+def _ship(folder: Path, model_id: str, holdout: list[str], arch: str = "x86_64") -> None:
+    (folder / model_id).mkdir(parents=True)
+    lineage = {"shipped": True, "arch": arch, "target_kind": "llvm",
+               "split": {"holdout": holdout}}
+    (folder / model_id / "model.json").write_text(json.dumps({"kind": "lgbm",
+                                                              "lineage": lineage}))
+
+
+def test_a_new_model_must_beat_the_newest_shipped_one_only_where_both_held_out_the_same(
+        tmp_path):
+    from tasks.shipped import shipped_to_beat
+
+    _ship(tmp_path, "shipped-lgbm-llvm-x86_64-20261101T0000", ["resnet50", "bert"])
+    _ship(tmp_path, "shipped-xgb-llvm-x86_64-20261102T0000", ["resnet50", "bert", "vit"])
+    _ship(tmp_path, "shipped-xgb-llvm-aarch64-20261103T0000", ["resnet50"], arch="aarch64")
+    current, why = shipped_to_beat("llvm", "x86_64", ("resnet50", "bert"), tmp_path)
+    assert current.model_id == "shipped-xgb-llvm-x86_64-20261102T0000"  # the newest, by stamp
+    current, why = shipped_to_beat("llvm", "aarch64", ("resnet50", "bert"), tmp_path)
+    assert current is None and "not compared" in why  # it trained on bert
+    current, why = shipped_to_beat("cuda", "x86_64", ("resnet50",), tmp_path)
+    assert current is None and why == "no model shipped for cuda, x86_64"

@@ -1,0 +1,121 @@
+"""Several models of one family, trained alike but for their seed, ranking together.
+
+Why: on held-out networks one lgbm + trace model's network-level top-1 moves by ±0.05 with
+nothing but its seed (bagging draws, early stopping at another round). Averaging five seeds
+was 0.653-0.690 where single seeds of the same splits were 0.606-0.633 by the median
+(4 x86 profiles, resnet50 / mobilenet_v2 / bert held out, 3 splits; docs/cost-models.md).
+
+Member i is `family` with `member_params`, this config's loss and hardware_features, and seed
+`seed + i`. Each member's scores are divided by its scale, the mean spread (std) of its scores
+within a task on the validation rows (the training rows without them), so that no member
+outweighs the others by the size of its numbers; the bag's score is their sum. A scale fixed
+at training time, not per call: MetaSchedule ranks one task's candidates over many calls, and
+scores must compare across them. Members are saved as ordinary artifacts in member-<i>/.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import TenforgeError
+from models.base import CostModel, ModelConfig, Report
+from models.dataset import Dataset
+
+SCALES_FILE = "bag.json"
+
+
+@dataclass(frozen=True)
+class BaggedConfig(ModelConfig):
+    family: str = "lgbm"
+    members: int = 5
+    member_params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.members < 1:
+            raise TenforgeError(f"a bag needs at least 1 member, not {self.members}")
+        if self.family == BaggedCostModel.kind:
+            raise TenforgeError("a bag's members cannot be bags; name a family such as lgbm")
+        clash = {"seed", "loss", "hardware_features"} & set(self.member_params)
+        if clash:
+            raise TenforgeError(f"member_params cannot set {', '.join(sorted(clash))}: the "
+                                "bag's own settings apply to every member")
+
+
+def within_task_spread(scores: np.ndarray, group: np.ndarray) -> float:
+    """Mean standard deviation of `scores` within each group of two or more rows (1.0 when
+    no group varies: a constant model needs no scaling)."""
+    spreads = [scores[group == g].std() for g in np.unique(group) if (group == g).sum() > 1]
+    value = float(np.mean(spreads)) if spreads else 0.0
+    return value if value > 0 else 1.0
+
+
+class BaggedCostModel(CostModel):
+    kind = "bagged"
+    config_class = BaggedConfig
+
+    def __init__(self, config: ModelConfig | None = None, **params: Any):
+        super().__init__(config, **params)
+        self.members: list[CostModel] = []
+        self.scales: list[float] = []
+        # what the family supports, each member fine-tuned alike
+        self.STRATEGIES = self._new_member(0).STRATEGIES
+
+    @property
+    def takes_traces(self) -> bool:
+        return bool(self.config.member_params.get("trace_features", False))
+
+    def _new_member(self, index: int) -> CostModel:
+        from models.registry import create_model
+
+        c = self.config
+        return create_model(c.family, **c.member_params, seed=c.seed + index, loss=c.loss,
+                            hardware_features=c.hardware_features)
+
+    def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
+        self.members = [self._new_member(i) for i in range(self.config.members)]
+        infos = [member.fit(train, valid) for member in self.members]  # report: see below
+        self._set_scales(valid if valid is not None else train)
+        # Optuna prunes on one curve; a bag's members each have their own, so it reports once
+        if report is not None and valid is not None:
+            from models.base import valid_peak1
+
+            report(1, valid_peak1(self._predict, valid))
+        return {"members": [{k: v for k, v in info.items() if k != "kind"} for info in infos]}
+
+    def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
+                   report: Report | None) -> dict:
+        infos = [member.fine_tune(train, valid, strategy) for member in self.members]
+        self._set_scales(valid if valid is not None else train)
+        return {"members": [{k: v for k, v in info.items() if k != "kind"} for info in infos]}
+
+    def _set_scales(self, data: Dataset) -> None:
+        self.scales = [within_task_spread(member.predict(data), data.group)
+                       for member in self.members]
+
+    def _predict(self, data: Dataset) -> np.ndarray:
+        return sum(member.predict(data) / scale
+                   for member, scale in zip(self.members, self.scales))
+
+    def _save_weights(self, path: Path) -> None:
+        for i, member in enumerate(self.members):
+            member.save(path / f"member-{i}")
+        (path / SCALES_FILE).write_text(json.dumps({"scales": self.scales}))
+
+    def _load_weights(self, path: Path) -> None:
+        from models.registry import load_model
+
+        self.members = [load_model(path / f"member-{i}") for i in range(self.config.members)]
+        for i, member in enumerate(self.members):
+            if member.kind != self.config.family:
+                raise TenforgeError(f"{path}/member-{i} is a {member.kind} model; this bag "
+                                    f"holds {self.config.family}")
+        self.scales = [float(s) for s in json.loads((path / SCALES_FILE).read_text())["scales"]]
+        if len(self.scales) != len(self.members):
+            raise TenforgeError(f"{path}/{SCALES_FILE} has {len(self.scales)} scales for "
+                                f"{len(self.members)} members")
