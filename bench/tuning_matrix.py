@@ -439,6 +439,7 @@ def report(args: argparse.Namespace) -> None:
                          "--report)")
     gains = speedups(cells)
     near = speedups(cells, slack=NEAR)
+    torch_median = network_torch_ms(cells)
     rows = []
     for (network, variant) in sorted({(c["network"], c["variant"]) for c in cells},
                                      key=lambda k: (k[0], VARIANTS.index(k[1]))):
@@ -452,6 +453,7 @@ def report(args: argparse.Namespace) -> None:
             network, variant, ",".join(str(c["seed"]) for c in mine),
             spread([c["tuned_ms"] for c in mine]), spread([c["torch_ms"] for c in mine]),
             spread([c["torch_ms"] / c["tuned_ms"] for c in mine]),
+            spread([torch_median[network] / c["tuned_ms"] for c in mine]),
             spread([c["trials"] for c in mine], 0),
             spread([c["search_s"] / 60 for c in mine], 1),
             spread([c["trials"] / max(c["search_s"] / 60, 1e-9) for c in mine], 1),
@@ -464,9 +466,10 @@ def report(args: argparse.Namespace) -> None:
             spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
             neighbours(mine)))
     headers = ["network", "variant", "seeds", "tuned ms", "torch ms", "vs torch (x faster)",
-               "trials", "search min", "trials/min", f"search-time speedup vs {VARIANTS[0]}",
-               "trial speedup", f"search-time speedup to {NEAR:g}x its final",
-               "stopped by", "functions tuned", "other vCPUs busy: search / timing (max)"]
+               "vs torch, all cells' median", "trials", "search min", "trials/min",
+               f"search-time speedup vs {VARIANTS[0]}", "trial speedup",
+               f"search-time speedup to {NEAR:g}x its final", "stopped by", "functions tuned",
+               "other vCPUs busy: search / timing (max)"]
     table = format_table(headers, rows)
     print(table)
     first = cells[0]
@@ -481,7 +484,9 @@ def report(args: argparse.Namespace) -> None:
         f"{first['provenance']['cpu']}, TVM {first['provenance']['tvm']}; budget "
         f"{search['trials_budget']} trials or {search['minutes']} minutes a search cell "
         "(instant-share: its own, in its cells).",
-        "vs torch = PyTorch eager ms / tuned ms at the same thread count (> 1: tuned is faster).",
+        "vs torch = PyTorch eager ms / tuned ms at the same thread count (> 1: tuned is faster);",
+        "the next column divides the median of every cell's PyTorch reading of that network",
+        "instead (the same program each time: one cell's reading is noisier than their median).",
         "Search-time speedup = the baseline's seconds to its best estimate within the budget /",
         "the variant's seconds to that estimate (same seed; the baseline is ms-xgb, and for a",
         "VARIANT-GRAPH, ms-xgb-GRAPH where the matrix has it); the next but one column: to within",
@@ -496,7 +501,7 @@ def report(args: argparse.Namespace) -> None:
         "",
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    lines += ["", *timing_disagreements(cells)]
+    lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median)]
     db = args.db or str(Path(args.work) / "seed.duckdb")
     if Path(db).exists():
         lines += ["", "The learned model held out whole networks, not their layers:", "",
@@ -519,6 +524,26 @@ def timing_disagreements(cells: list[dict[str, Any]]) -> list[str]:
             f"{len(far)} more than {RETIME_GAP:.0%} apart" + (":" if far else "."))
     return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: {c['tuned_ms']:.2f} ms, "
                     f"then {c['tuned_ms_again']:.2f}" for c in far)]
+
+
+def network_torch_ms(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Per network, the median of every cell's PyTorch eager reading (one thread count per
+    matrix: its cells are timed alike)."""
+    by_network: dict[str, list[float]] = {}
+    for c in cells:
+        by_network.setdefault(c["network"], []).append(c["torch_ms"])
+    return {network: float(np.median(values)) for network, values in by_network.items()}
+
+
+def torch_outliers(cells: list[dict[str, Any]], median: dict[str, float]) -> list[str]:
+    """A line per cell whose PyTorch reading is more than RETIME_GAP off its network's median:
+    its own "vs torch" is off by as much (the tuned network is timed twice; PyTorch once)."""
+    far = [c for c in cells if abs(c["torch_ms"] / median[c["network"]] - 1) > RETIME_GAP]
+    head = (f"PyTorch readings more than {RETIME_GAP:.0%} off their network's median "
+            f"({', '.join(f'{n} {m:.2f} ms' for n, m in sorted(median.items()))}): "
+            f"{len(far)}" + (":" if far else "."))
+    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: PyTorch {c['torch_ms']:.2f} "
+                    f"ms, tuned {c['tuned_ms']:.2f}" for c in far)]
 
 
 def plot(cells: list[dict[str, Any]], path: Path) -> None:

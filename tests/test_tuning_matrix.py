@@ -59,18 +59,19 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
     for row in (cell("ms-xgb", 0, [[10, 100.0, 9.0], [60, 600.0, 5.0]]),
                 cell("learned", 0, [[10, 50.0, 6.0], [20, 150.0, 5.0]]),
                 cell("ms-xgb-nchw8c", 0, [[10, 100.0, 8.0], [60, 300.0, 5.0]]),
-                cell("instant-share-nchw8c", 0, [[10, 20.0, 5.0]])):  # the last variant plots too
+                cell("instant-share-nchw8c", 0, [[10, 20.0, 5.0]]),
+                cell("lean-nchw8c", 0, [[10, 50.0, 5.0]])):  # the last variant plots too
         (cells / f"net-{row['variant']}-s0.json").write_text(json.dumps(row))
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     table = (tmp_path / "README.md").read_text()
-    assert "| net | learned | 0 | 2.00 | 3.00 | 1.50 |" in table
+    assert "| net | learned | 0 | 2.00 | 3.00 | 1.50 | 1.50 |" in table
     assert "4.00" in table  # the search-time speedup: 600 s / 150 s
-    speedup = {line.split(" | ")[1]: line.split(" | ")[9] for line in table.splitlines()
+    speedup = {line.split(" | ")[1]: line.split(" | ")[10] for line in table.splitlines()
                if line.startswith("| net | ")}
     # against MetaSchedule's XGB on its own graph: 300 s / 20 s; that one against NCHW's 600 s
     assert speedup == {"ms-xgb": "1.00", "learned": "4.00", "ms-xgb-nchw8c": "2.00",
-                       "instant-share-nchw8c": "15.00"}
+                       "instant-share-nchw8c": "15.00", "lean-nchw8c": "6.00"}
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -199,3 +200,15 @@ def test_each_variant_sets_only_its_own_search_setting():
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes
+
+
+def test_a_pytorch_reading_far_from_its_networks_median_is_named():
+    from bench.tuning_matrix import network_torch_ms, torch_outliers
+
+    cells = [{"network": "net", "variant": v, "seed": 0, "torch_ms": ms, "tuned_ms": 50.0}
+             for v, ms in (("ms-xgb", 58.0), ("learned", 60.0), ("warm", 70.2))]
+    median = network_torch_ms(cells)
+    assert median == {"net": 60.0}
+    lines = torch_outliers(cells, median)
+    assert lines[0].endswith("net 60.00 ms): 1:")
+    assert lines[1:] == ["- net warm s0: PyTorch 70.20 ms, tuned 50.00"]
