@@ -39,6 +39,7 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
             "cost_model": model.get("model_id", "metaschedule-xgb"),
             "scheduler": "instant" if cell["variant"].startswith("instant") else "gradient",
             "warm_start": cell.get("warm_start"), "graph": cell.get("graph", "exported"),
+            "trials_per_round": cell.get("trials_per_round"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}
 

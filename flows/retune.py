@@ -23,7 +23,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
            warm_start: PositiveInt | None = None, graph: Graph = "exported",
-           db: str | None = None) -> dict:
+           trials_per_round: PositiveInt | None = None, db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -56,11 +56,14 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
             nchw8c / nchw16c (folded, convolutions in NCHW with channels blocked by one
             AVX2 / AVX-512 vector).
+        trials_per_round: candidates measured per turn of a task (default: what gives every
+            task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
+            estimate over every task sooner and leaves the rest to the heaviest tasks.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
-                           warm_start, graph)
+                           warm_start, graph, trials_per_round)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

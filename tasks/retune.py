@@ -129,6 +129,7 @@ class RetuneSpec(Spec):
     out: str | None = None  # also write a deployable folder here (tasks/deploy.py)
     warm_start: int | None = None  # the model's top K per task measured before the search
     graph: str = "exported"  # how the network is prepared before tuning (core.graphs.GRAPHS)
+    trials_per_round: int | None = None  # None: two turns of the budget per task (4 to 64)
 
 
 def check_loadable(path: str) -> None:
@@ -150,7 +151,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     flops_share: float, batch_size: int, seed: int,
                     population: int | None = None, out: str | None = None,
                     input_size: int | None = None, warm_start: int | None = None,
-                    graph: str = "exported") -> RetuneSpec:
+                    graph: str = "exported",
+                    trials_per_round: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from core.graphs import check_graph
@@ -170,6 +172,12 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     check_positive_ints(trials=trials, batch_size=batch_size)
     if population is not None:
         check_positive_ints(population=population)
+    if trials_per_round is not None:
+        check_positive_ints(trials_per_round=trials_per_round)
+        if scheduler == "instant":
+            raise TenforgeError("--trials-per-round sets the search's rounds and the instant "
+                                "scheduler does not search; leave it out, or pick a searching "
+                                "scheduler such as gradient")
     if not workload.is_zoo and (batch_size != 1 or input_size is not None):
         raise TenforgeError(f"{workload.name}'s sizes come from its inputs; leave --batch-size "
                             "and --input-size out (or register it with other --input-shape "
@@ -237,7 +245,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       input_size=(0 if not workload.is_zoo else input_size
                                   or ZOO[workload.name].default_size),
                       seed=seed, population=population,
-                      model_choice=choice, out=out, warm_start=warm_start, graph=graph)
+                      model_choice=choice, out=out, warm_start=warm_start, graph=graph,
+                      trials_per_round=trials_per_round)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -258,6 +267,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last["flops_share"] == spec.flops_share
             and last["population"] == spec.population
             and last.get("warm_start") == spec.warm_start
+            and last.get("trials_per_round") == spec.trials_per_round
             and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
@@ -341,7 +351,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,
                           population=spec.population, warm_start=spec.warm_start,
-                          graph=spec.graph,
+                          trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
                           report=report, on_trials=on_trials)
     row = {
@@ -364,6 +374,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
         "measure_s": result.measure_s, "search_threads": result.search_threads,
         "warm_start": spec.warm_start, "graph": spec.graph,
+        "trials_per_round": spec.trials_per_round,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

@@ -48,6 +48,7 @@ class TuningResult:
     network_hash: str
     trials_per_task: dict[str, int]
     rejected_by_rules: int = 0
+    trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
 
     @property
     def speedup(self) -> float:
@@ -92,7 +93,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
-    `population` to 8x that (tuning.contexts.search_population).
+    `population` to 8x that (tuning.contexts.search_population). A pre-trained model needs
+    fewer per turn: with 8, resnet18's first estimate came after 218 s instead of 635 s
+    (docs/tuning-results.md, the lean cells).
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks, 2 to 8) out of `population` ranked by the model, then the rest of `trials`
@@ -224,7 +227,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
-        rejected_by_rules=log.rejected_by_rules)
+        rejected_by_rules=log.rejected_by_rules,
+        trials_per_round=None if instant else trials_per_iter)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

@@ -258,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="before the search, measure the learned model's top K of 256 ranked "
                         "candidates per task (as instant does), out of --trials: every task "
                         "has a good schedule within minutes and the search starts from them")
+    p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
+                   help="candidates measured per turn of a task (default: what gives every "
+                        "task two turns of --trials, 4 to 64); with a pre-trained model, 8 "
+                        "gives a first estimate over every task sooner and the rest of the "
+                        "budget to the heaviest tasks")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--input-size", type=_positive, default=None,
                    help="zoo networks: image side / sequence length (default: the network's "

@@ -86,7 +86,8 @@ def cmd_retune(args: argparse.Namespace) -> int:
                   minutes=args.minutes, cost_model=args.cost_model, scheduler=args.scheduler,
                   flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed,
                   population=args.population, out=args.out, input_size=args.input_size,
-                  warm_start=args.warm_start, graph=args.graph)
+                  warm_start=args.warm_start, graph=args.graph,
+                  trials_per_round=args.trials_per_round)
     spec = validate_retune(args.db, **params)
     from flows.retune import retune
 

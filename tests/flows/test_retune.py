@@ -138,6 +138,9 @@ BAD_REQUESTS = [
     ([*RETUNE, "--cost-model", "no-such-model"], "no model 'no-such-model'"),
     ([*RETUNE, "--scheduler", "instant", "--cost-model", "metaschedule-xgb"],
      "the instant scheduler ranks candidates with a learned model"),
+    ([*RETUNE, "--trials-per-round", "0"], "expected a positive integer, got 0"),
+    ([*RETUNE, "--scheduler", "instant", "--trials-per-round", "8"],
+     "the instant scheduler does not search"),
 ]
 
 
@@ -388,3 +391,21 @@ def test_a_killed_retune_resumes_and_a_sigterm_keeps_what_it_measured(store_with
     resumed = Path(newest["database_dir"]) / "database_tuning_record.json"
     assert len(resumed.read_text().splitlines()) >= measured + newest["trials"]
     assert time.monotonic() - sent < 300  # promptly: one batch, then compile and time
+
+
+@pytest.mark.slow
+def test_trials_per_round_sets_the_searchs_batches_and_is_recorded(store_with_model):
+    """--trials-per-round N: every turn of a task measures at most N candidates (the first pass
+    over the tasks ends after about N per task), and the run records N."""
+    db, model_id = store_with_model
+    result = run_cli(*RETUNE, "--trials", "24", "--trials-per-round", "2", "--flops-share",
+                     "1.0", "--force", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "search: 2 candidates measured per round" in result.stdout + result.stderr
+    newest = _tuning_rows(db)[-1]
+    assert newest["trials_per_round"] == 2 and newest["cost_model"] == model_id
+    with Store(db, read_only=True) as store:
+        trials = [t for (t,) in store.query("SELECT trials FROM tuning_curve WHERE tuning_id = ? "
+                                            "ORDER BY point", [newest["tuning_id"]])]
+    assert trials[-1] == newest["trials"] and 24 <= newest["trials"] < 24 + 2
+    assert all(0 < b - a <= 2 for a, b in zip([0, *trials], trials))
