@@ -257,7 +257,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": settings["warm_start"],
-        "trials_per_round": settings["trials_per_iter"],  # None: tuning's default
+        "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,

@@ -1,8 +1,8 @@
 """Several models of one family, trained alike but for their seed, ranking together.
 
-Why: on held-out networks one lgbm + trace model's network-level top-1 moves by ±0.05 with
-nothing but its seed (bagging draws, early stopping at another round). Averaging five seeds
-was 0.653-0.690 where single seeds of the same splits were 0.606-0.633 by the median
+Why: on held-out networks one lgbm + trace model's network-level top-1 moved by up to 0.15
+with nothing but its seed (its bagging draws, and so where early stopping lands). Five averaged
+were 0.653-0.690 where single seeds of the same splits were 0.606-0.633 by the median
 (4 x86 profiles, resnet50 / mobilenet_v2 / bert held out, 3 splits; docs/cost-models.md).
 
 Member i is `family` with `member_params`, this config's loss and hardware_features, and seed
