@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import TenforgeError
-from models.base import CostModel, ModelConfig, Report
+from models.base import CostModel, ModelConfig, Report, valid_peak1
 from models.dataset import Dataset
 
 SCALES_FILE = "bag.json"
@@ -63,12 +63,15 @@ class BaggedCostModel(CostModel):
         super().__init__(config, **params)
         self.members: list[CostModel] = []
         self.scales: list[float] = []
-        # what the family supports, each member fine-tuned alike
-        self.STRATEGIES = self._new_member(0).STRATEGIES
+        # a member made now refuses bad member_params before any training, and says what the
+        # bag is: its fine-tuning strategies (each member fine-tuned alike) and its inputs
+        probe = self._new_member(0)
+        self.STRATEGIES = probe.STRATEGIES
+        self._takes_traces = probe.takes_traces
 
     @property
     def takes_traces(self) -> bool:
-        return bool(self.config.member_params.get("trace_features", False))
+        return self._takes_traces
 
     def _new_member(self, index: int) -> CostModel:
         from models.registry import create_model
@@ -83,8 +86,6 @@ class BaggedCostModel(CostModel):
         self._set_scales(valid if valid is not None else train)
         # Optuna prunes on one curve; a bag's members each have their own, so it reports once
         if report is not None and valid is not None:
-            from models.base import valid_peak1
-
             report(1, valid_peak1(self._predict, valid))
         return {"members": [{k: v for k, v in info.items() if k != "kind"} for info in infos]}
 

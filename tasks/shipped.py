@@ -59,8 +59,7 @@ def shipped_to_beat(target_kind: str, arch: str, holdout: tuple[str, ...],
     """The model shipped now in `folder` for this target kind and arch, which a new one held out
     on `holdout` must beat to replace it, and why none where there is none: a model that
     trained on any of `holdout` is not compared (a score on them would flatter it)."""
-    current = next((m for m in shipped_models(folder)
-                    if m.target_kind == target_kind and m.arch == arch), None)
+    current = shipped_for_target(target_kind, arch, folder)
     if current is None:
         return None, f"no model shipped for {target_kind}, {arch}"
     held = set((current.lineage.get("split") or {}).get("holdout") or ())
@@ -75,8 +74,9 @@ def shipped_for(profile: HardwareProfile) -> ShippedModel | None:
     return shipped_for_target(profile.target_kind, profile.arch)
 
 
-def shipped_for_target(target_kind: str, arch: str) -> ShippedModel | None:
-    return next((m for m in shipped_models()
+def shipped_for_target(target_kind: str, arch: str,
+                       folder: Path = SHIPPED_DIR) -> ShippedModel | None:
+    return next((m for m in shipped_models(folder)
                  if m.target_kind == target_kind and m.arch == arch), None)
 
 
