@@ -192,7 +192,8 @@ CREATE TABLE tuning_runs (
     search_population   INTEGER,              -- the population it used per round
     warm_start          INTEGER,              -- model-ranked candidates measured per task first
     graph               VARCHAR DEFAULT 'exported',  -- how the network was prepared (GRAPHS)
-    trials_per_round    INTEGER               -- asked per turn of a task (NULL: the default)
+    trials_per_round    INTEGER,              -- asked per turn of a task (NULL: the default)
+    tasks_filled        INTEGER               -- unmeasured by the search, given the model's pick
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -30,6 +30,12 @@ import numpy as np
 from core.hardware import HardwareProfile
 
 FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows more
+# A search that stopped early (deadline, search error) left tasks with no valid measurement:
+# each gets the model's top picks of FILL_SAMPLES ranked (few, so it takes seconds a task),
+# measured FILL_PICKS at a time until one runs (a failure is common on blocked layouts).
+FILL_SAMPLES = 64
+FILL_PICKS = 2
+FILL_ROUNDS = 2
 
 
 @dataclass
@@ -96,11 +102,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
     may give a task several contexts). With a `budget` of trials beyond the first pass's
     `measure_top` per task, the second pass spends the rest by latency share."""
-    from core.tvm_env import load_tvm
-    from models.registry import load_model
-
-    tvm = load_tvm(profile.target)
-    tuner = _Tuner(tvm, profile, database, load_model(model_path), log, measurer, report)
+    tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
     states = []
     for i, index in enumerate(chosen):
         if log.should_stop():
@@ -122,6 +124,61 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
         _second_pass(tuner, states, extra, samples, seed)
+
+
+def fill_unmeasured(extracted: list[Any], chosen: list[int], flops: list[float],
+                    profile: HardwareProfile, database: Any, model_path: str | None, log: Any,
+                    measurer: Any, seed: int, report: Callable[[str], None] = print) -> list[str]:
+    """Give every chosen task that the search left with no valid measurement a measured
+    schedule: the model's top FILL_PICKS of FILL_SAMPLES sampled candidates (`model_path`
+    None, as for MetaSchedule's XGB, which knows nothing before measuring: the first
+    sampled), then the next picks if all of those failed, FILL_ROUNDS times at most. Without
+    it such a task keeps TVM's default schedule: one 3x3 convolution left so made a tuned
+    resnet18 3.3x slower (255.5 ms, docs/tuning-results.md). Runs after a deadline, on
+    purpose past it (seconds a task); an interrupt (Ctrl-C, SIGTERM) ends it after the task
+    in flight. Returns the names of the tasks it measured a valid schedule for."""
+    missing = log.unmeasured_tasks()
+    if not missing:
+        return []
+    names = ", ".join(log.task_names[i] for i in missing)
+    if log.stop_reason == "interrupt":  # promptly, as asked: they keep their defaults
+        report(f"interrupted: {len(missing)} tasks with no valid measurement keep their "
+               f"default schedules ({names})")
+        return []
+    how = (f"the model's top picks of {FILL_SAMPLES} sampled" if model_path
+           else f"the first of {FILL_SAMPLES} sampled")
+    report(f"{len(missing)} of {len(chosen)} tasks have no valid measurement ({names}): "
+           f"measuring {how} candidates for each before compiling")
+    tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
+    filled = []
+    for i in missing:
+        if log.stop_reason == "interrupt":
+            report("interrupted: the remaining tasks keep their default schedules")
+            break
+        task = extracted[chosen[i]]
+        state = _TaskState(log.context_task.index(i), task,
+                           tvm.ir.save_json(task.dispatched[0]), flops[i])
+        ranked = tuner.rank(state, FILL_SAMPLES, seed)
+        for start in range(0, FILL_PICKS * FILL_ROUNDS, FILL_PICKS):
+            if state.best_s is not None or start >= len(ranked):
+                break
+            tuner.measure(state, ranked[start:start + FILL_PICKS])
+        if state.best_s is None:
+            report(f"{task.task_name}: no valid schedule among {len(ranked)} sampled; it "
+                   "keeps its default")
+        else:
+            filled.append(str(task.task_name))
+    return filled
+
+
+def _tuner(profile: HardwareProfile, database: Any, model_path: str | None, log: Any,
+           measurer: Any, report: Callable[[str], None]) -> tuple[Any, _Tuner]:
+    from core.tvm_env import load_tvm
+    from models.registry import load_model
+
+    tvm = load_tvm(profile.target)
+    model = load_model(model_path) if model_path else None
+    return tvm, _Tuner(tvm, profile, database, model, log, measurer, report)
 
 
 def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: int, seed: int,
@@ -169,7 +226,8 @@ class _Ranked:
 
 
 class _Tuner:
-    """Ranks and measures one task's candidates and records them (database and log)."""
+    """Ranks (with `model`; None keeps the sampling order) and measures one task's
+    candidates, and records them (database and log)."""
 
     def __init__(self, tvm: Any, profile: HardwareProfile, database: Any, model: Any, log: Any,
                  measurer: Any, report: Callable[[str], None]) -> None:
@@ -189,6 +247,8 @@ class _Tuner:
         state.sampled = known | {c.schedule_hash for c in candidates}
         if not candidates:
             return []
+        if self.model is None:  # no model: the sampling order, a random one
+            return [_Ranked(c, 0.0) for c in candidates]
         scores = self.model.predict(dataset_from_features(
             [c.features for c in candidates], self.profile.name, self.hardware,
             traces=[c.trace_json for c in candidates]))

@@ -66,6 +66,10 @@ class TuningLog:
     def context_weight(self, context: int) -> float:
         return self.task_weights[self.context_task[context]]
 
+    def unmeasured_tasks(self) -> list[int]:
+        """The tasks with no valid measurement yet (the estimate waits for them)."""
+        return [i for i, b in enumerate(self.best) if math.isinf(b)]
+
     def estimated(self) -> float | None:
         if any(math.isinf(b) for b in self.best):
             return None

@@ -13,6 +13,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
 from tasks.constraints import rules_for
+from tasks.instant import fill_unmeasured
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
 from tasks.tuning.contexts import (
@@ -49,6 +50,7 @@ class TuningResult:
     trials_per_task: dict[str, int]
     rejected_by_rules: int = 0
     trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
+    tasks_filled: list[str] | None = None  # left unmeasured by the search; given a pick after
 
     @property
     def speedup(self) -> float:
@@ -60,6 +62,11 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
     return {"latency_s": float(np.median(secs)), "run_secs": secs, "compile_s": run["compile_s"],
             "tuned_functions": len(run["tuned_functions"]),
             "tir_functions": run["tir_functions"]}
+
+
+def _model_path(cost_model: str) -> str | None:
+    """The saved tenforge model `cost_model` names; None for MetaSchedule's XGB."""
+    return None if cost_model in ("xgb", "metaschedule-xgb") else cost_model
 
 
 def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) -> None:
@@ -171,43 +178,55 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
         log.deadline = log.started + 60 * minutes if minutes else None
-        with stop_on_signals(log), survive_search_errors(log):
-            if warm_start:
-                from tasks.instant import instant_tune
+        with stop_on_signals(log):
+            with survive_search_errors(log):
+                if warm_start:
+                    from tasks.instant import instant_tune
 
-                report(f"warm start: per task, rank {INSTANT_SAMPLES} sampled candidates with "
-                       f"the model and measure the top {warm_start}, then search")
-                first_context = [log.context_task.index(t) for t in range(len(chosen))]
-                instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                             database, cost_model, log, measurer, samples=INSTANT_SAMPLES,
-                             measure_top=warm_start, seed=seed, report=report,
-                             context_of=first_context)
-            if instant:
-                from tasks.instant import instant_tune, measure_top_for
+                    report(f"warm start: per task, rank {INSTANT_SAMPLES} sampled candidates with "
+                           f"the model and measure the top {warm_start}, then search")
+                    first_context = [log.context_task.index(t) for t in range(len(chosen))]
+                    instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
+                                 database, cost_model, log, measurer, samples=INSTANT_SAMPLES,
+                                 measure_top=warm_start, seed=seed, report=report,
+                                 context_of=first_context)
+                if instant:
+                    from tasks.instant import instant_tune, measure_top_for
 
-                top = instant_top or measure_top_for(trials, len(chosen))
-                log.budget = max(trials, top * len(chosen))  # what it plans to measure
-                report(f"instant: per task, rank {population} sampled candidates with the "
-                       f"model and measure the top {top}"
-                       + (f"; the rest of {trials} trials by share of the estimated latency"
-                          if trials > top * len(chosen) else ""))
-                instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                             database, cost_model, log, measurer, samples=population,
-                             measure_top=top, seed=seed, report=report, budget=trials)
-            elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
-                ms.tune_tasks(tasks=contexts,
-                              task_weights=[log.context_weight(c)
-                                            for c in range(len(contexts))],
-                              work_dir=str(work_dir),
-                              max_trials_global=trials - log.trials,
-                              num_trials_per_iter=trials_per_iter,
-                              builder=ms_builder(measurer, log.add_measure_time),
-                              runner=ms_runner(measurer, log.add_measure_time),
-                              database=database, cost_model=model,
-                              measure_callbacks=[
-                                  *ms.measure_callback.MeasureCallback.create("default"),
-                                  recorder(log)],
-                              task_scheduler=create_scheduler(scheduler, log, seed))
+                    top = instant_top or measure_top_for(trials, len(chosen))
+                    log.budget = max(trials, top * len(chosen))  # what it plans to measure
+                    report(f"instant: per task, rank {population} sampled candidates with the "
+                           f"model and measure the top {top}"
+                           + (f"; the rest of {trials} trials by share of the estimated latency"
+                              if trials > top * len(chosen) else ""))
+                    instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
+                                 database, cost_model, log, measurer, samples=population,
+                                 measure_top=top, seed=seed, report=report, budget=trials)
+                elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
+                    ms.tune_tasks(tasks=contexts,
+                                  task_weights=[log.context_weight(c)
+                                                for c in range(len(contexts))],
+                                  work_dir=str(work_dir),
+                                  max_trials_global=trials - log.trials,
+                                  num_trials_per_iter=trials_per_iter,
+                                  builder=ms_builder(measurer, log.add_measure_time),
+                                  runner=ms_runner(measurer, log.add_measure_time),
+                                  database=database, cost_model=model,
+                                  measure_callbacks=[
+                                      *ms.measure_callback.MeasureCallback.create("default"),
+                                      recorder(log)],
+                                  task_scheduler=create_scheduler(scheduler, log, seed))
+            # a search cut short (deadline, error) may leave tasks unmeasured: they would keep
+            # TVM's default schedules; the model (MetaSchedule's XGB: a sample) picks theirs
+            try:
+                filled = fill_unmeasured(extracted, chosen, [shares[i].flops for i in chosen],
+                                         profile, database, _model_path(cost_model), log,
+                                         measurer, seed, report)
+            except RuntimeError as exc:  # TVM's errors: what was measured still compiles
+                report(f"WARNING: picking schedules for the unmeasured tasks failed "
+                       f"({type(exc).__name__}: {str(exc).strip()[-200:]}); they keep their "
+                       "defaults")
+                filled = []
         search_s = time.monotonic() - log.started
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
@@ -228,7 +247,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
         rejected_by_rules=log.rejected_by_rules,
-        trials_per_round=None if instant else trials_per_iter)
+        trials_per_round=None if instant else trials_per_iter, tasks_filled=filled)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

@@ -1,4 +1,5 @@
-"""Instant tuning's second pass: the trials left after the first spread by latency share."""
+"""Instant tuning: the second pass (the trials left after the first, by latency share), and
+the picks for tasks a search left unmeasured."""
 
 from tasks.instant import allocate_by_share, measure_top_for
 
@@ -87,3 +88,91 @@ def test_a_task_whose_space_is_exhausted_gets_no_more_than_it_has_left():
     _second_pass(tuner, states, extra=40, samples=10, seed=0, batch_size=8)
     assert sum(n for t, n in tuner.batches if t == "t0") == 3
     assert sum(n for t, n in tuner.batches if t == "t1") == 20  # planned 30 of its 20 + 10
+
+
+class _FillTuner:
+    """_Tuner's double for fill_unmeasured: ranks `ranked` names; a pick named in `fails`
+    fails, any other 'runs' in 1 ms; every batch goes to the real TuningLog."""
+
+    def __init__(self, log, fails=()):
+        self.log, self.fails, self.batches = log, set(fails), []
+
+    def rank(self, state, samples, seed):
+        from tasks.instant import _Ranked
+
+        return [_Ranked(f"{state.task.task_name}-{j}", 1.0 - j / 10) for j in range(5)]
+
+    def measure(self, state, picks):
+        names = [p.candidate for p in picks]
+        self.batches.append(names)
+        secs = [None if n in self.fails else [0.001] for n in names]
+        self.log.add(state.context, secs)
+        if any(secs):
+            state.best_s = 0.001
+        return len(picks)
+
+
+def _fill(monkeypatch, log, fails=(), model_path="some-model"):
+    from types import SimpleNamespace
+
+    import tasks.instant as instant
+
+    tuner = _FillTuner(log, fails)
+    tvm = SimpleNamespace(ir=SimpleNamespace(save_json=lambda mod: "{}"))
+    monkeypatch.setattr(instant, "_tuner", lambda *args: (tvm, tuner))
+    extracted = [SimpleNamespace(task_name=name, weight=1, dispatched=[None])
+                 for name in log.task_names]
+    lines = []
+    filled = instant.fill_unmeasured(extracted, list(range(len(extracted))),
+                                     [1.0] * len(extracted), None, None, model_path, log,
+                                     None, 0, lines.append)
+    return filled, tuner.batches, lines
+
+
+def _deadline_log(measured: dict[str, float]):
+    """A TuningLog past its deadline, with `measured` tasks' one valid measurement each."""
+    import time
+
+    from tasks.tuning import TuningLog
+
+    log = TuningLog(["a", "b", "c"], [1.0, 2.0, 1.0], deadline=time.monotonic() - 1,
+                    report=lambda line: None)
+    for name, secs in measured.items():
+        log.add(log.task_names.index(name), [[secs]])
+    assert log.should_stop()
+    return log
+
+
+def test_a_deadline_that_left_tasks_unmeasured_gets_them_the_models_top_picks(monkeypatch):
+    """Issue 15 item 2: the 255.5 ms resnet18 (one task kept TVM's default schedule)."""
+    log = _deadline_log({"b": 0.004})
+    assert log.estimated() is None
+    filled, batches, lines = _fill(monkeypatch, log)
+    assert filled == ["a", "c"]
+    assert batches == [["a-0", "a-1"], ["c-0", "c-1"]]  # the model's top two, b untouched
+    assert log.estimated() == 0.001 + 2 * 0.004 + 0.001  # every task has its schedule now
+    assert log.final_reason() == "deadline"  # why the search ended stays recorded
+    assert "2 of 3 tasks have no valid measurement (a, c)" in lines[0]
+
+
+def test_picks_that_fail_are_followed_by_the_next_and_a_task_may_stay_default(monkeypatch):
+    from tasks.instant import FILL_PICKS, FILL_ROUNDS
+
+    log = _deadline_log({"a": 0.002, "b": 0.004})
+    every_pick = [f"c-{j}" for j in range(5)]
+    filled, batches, lines = _fill(monkeypatch, log, fails={"c-0", "c-1"})
+    assert filled == ["c"] and batches == [["c-0", "c-1"], ["c-2", "c-3"]]
+    log = _deadline_log({"a": 0.002, "b": 0.004})
+    filled, batches, lines = _fill(monkeypatch, log, fails=set(every_pick))
+    assert filled == [] and sum(map(len, batches)) == FILL_PICKS * FILL_ROUNDS
+    assert "c: no valid schedule among 5 sampled; it keeps its default" in lines
+
+
+def test_an_interrupt_is_prompt_and_a_search_that_measured_everything_is_left_alone(monkeypatch):
+    log = _deadline_log({"b": 0.004})
+    log.interrupt("SIGTERM")
+    filled, batches, lines = _fill(monkeypatch, log)
+    assert filled == [] and batches == []
+    assert "2 tasks with no valid measurement keep their default schedules (a, c)" in lines[0]
+    log = _deadline_log({"a": 0.001, "b": 0.004, "c": 0.001})
+    assert _fill(monkeypatch, log) == ([], [], [])
