@@ -391,5 +391,5 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
-            "tasks_filled": len(result.tasks_filled or []), "resumed_from": resumed, "database_dir": str(work_dir),
-            "measurements_stored": written}
+            "tasks_filled": len(result.tasks_filled or []), "resumed_from": resumed,
+            "database_dir": str(work_dir), "measurements_stored": written}
