@@ -155,9 +155,12 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
                      sort_keys=True)
     if key in index and Path(index[key]["path"]).exists():
         return index[key]
+    # every one-thread CPU profile with data; this machine's among them once it has some (a
+    # CPU new to the store: the model learns from the others alone, a pure transfer)
     hardware = [h for h in default_hardware(db) if h.endswith("-1t") and h.startswith("cpu-")]
     if profile_name not in hardware:
-        hardware.append(profile_name)
+        print(f"{profile_name} has no data in {db}: the model learns from {', '.join(hardware)}",
+              flush=True)
     with Store(db, read_only=True) as store:
         stored = sorted({n for (n,) in store.query("SELECT name FROM networks")})
     others = training_networks(stored, holdout)
