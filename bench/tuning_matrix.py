@@ -71,7 +71,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
             "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c",
-            "lean", "lean-nchw8c")  # appended: the report's order and plot colours stay
+            "lean", "lean-nchw8c",
+            # AVX-512: one 16-float vector a channel block
+            "ms-xgb-nchw16c", "lean-nchw16c", "instant-share-nchw16c",
+            )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect

@@ -60,7 +60,8 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
                 cell("learned", 0, [[10, 50.0, 6.0], [20, 150.0, 5.0]]),
                 cell("ms-xgb-nchw8c", 0, [[10, 100.0, 8.0], [60, 300.0, 5.0]]),
                 cell("instant-share-nchw8c", 0, [[10, 20.0, 5.0]]),
-                cell("lean-nchw8c", 0, [[10, 50.0, 5.0]])):  # the last variant plots too
+                cell("lean-nchw8c", 0, [[10, 50.0, 5.0]]),
+                cell("instant-share-nchw16c", 0, [[10, 40.0, 5.0]])):  # the last plots too
         (cells / f"net-{row['variant']}-s0.json").write_text(json.dumps(row))
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -71,7 +72,8 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
                if line.startswith("| net | ")}
     # against MetaSchedule's XGB on its own graph: 300 s / 20 s; that one against NCHW's 600 s
     assert speedup == {"ms-xgb": "1.00", "learned": "4.00", "ms-xgb-nchw8c": "2.00",
-                       "instant-share-nchw8c": "15.00", "lean-nchw8c": "6.00"}
+                       "instant-share-nchw8c": "15.00", "lean-nchw8c": "6.00",
+                       "instant-share-nchw16c": "15.00"}  # no ms-xgb-nchw16c: against NCHW
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -156,6 +158,7 @@ def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
     assert cell_graph("resnet18", "warm-nhwc", "bert") == "nhwc"
     assert cell_graph("bert", "ms-xgb", "") == "exported"
     assert cell_graph("resnet18", "ms-xgb-nchw8c", "bert") == "nchw8c"
+    assert cell_graph("resnet18", "lean-nchw16c", "bert") == "nchw16c"
 
 
 def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there_is_one():
@@ -166,13 +169,15 @@ def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there
     assert baseline_of("ms-xgb-nchw8c", both) == "ms-xgb"
     assert baseline_of("warm-nhwc", both) == "ms-xgb"  # no ms-xgb-nhwc in the matrix
     assert baseline_of("learned-nchw8c", {"ms-xgb", "learned-nchw8c"}) == "ms-xgb"
+    assert baseline_of("lean-nchw16c", {"ms-xgb-nchw16c", "lean-nchw16c"}) == "ms-xgb-nchw16c"
     assert baseline_of("learned", both) == "ms-xgb"
 
 
 def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
     from bench.tuning_matrix import VARIANTS, uses_ms_xgb
 
-    assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c"]
+    assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c",
+                                                       "ms-xgb-nchw16c"]
 
 
 def test_the_report_names_cells_whose_two_timings_disagree():
