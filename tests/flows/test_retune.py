@@ -317,6 +317,7 @@ def test_a_deadline_before_the_first_task_still_gives_every_task_the_models_pick
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
     assert "8 of 8 tasks have no valid measurement" in said
+    assert "search ended by deadline; 8 tasks it left unmeasured got the model's pick" in said
     newest = _tuning_rows(db)[-1]
     assert newest["stop_reason"] == "deadline" and newest["tasks_filled"] == 8
     assert 8 <= newest["trials"] <= 32  # two picks a task, two more where both failed
