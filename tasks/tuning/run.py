@@ -13,7 +13,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
 from tasks.constraints import rules_for
-from tasks.instant import fill_unmeasured
+from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
 from tasks.tuning.contexts import (
@@ -114,7 +114,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     tuning does, out of the same trial budget. Every task then has a measured schedule within
     minutes (the estimate exists from there), and the search starts from those records, which
     MetaSchedule's evolutionary search seeds its population with.
-    `graph` is how the network is prepared before it is split (core.graphs.GRAPHS)."""
+    `graph` is how the network is prepared before it is split (core.graphs.GRAPHS).
+    Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
+    left with no valid measurement gets the model's pick measured before compiling
+    (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -181,8 +184,6 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         with stop_on_signals(log):
             with survive_search_errors(log):
                 if warm_start:
-                    from tasks.instant import instant_tune
-
                     report(f"warm start: per task, rank {INSTANT_SAMPLES} sampled candidates with "
                            f"the model and measure the top {warm_start}, then search")
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
@@ -191,8 +192,6 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                  measure_top=warm_start, seed=seed, report=report,
                                  context_of=first_context)
                 if instant:
-                    from tasks.instant import instant_tune, measure_top_for
-
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
                     report(f"instant: per task, rank {population} sampled candidates with the "
