@@ -1,0 +1,158 @@
+"""How well a cost model ranks a CPU it never saw: leave one CPU out, per CPU.
+
+What a fleet needs: a model trained on the CPUs it had, ranking the candidates of a machine it
+lands on before measuring anything there. Data: the store's x86 one-thread CPU profiles (the
+seed by default), random and search-biased rows. One by_network split per --seeds entry (the
+--holdout networks and every task they share are the test part, validation is whole networks,
+as bench/leaderboard.py). Then for each CPU P, scored on P's rows of the held-out networks
+(models.evaluate.network_report: TenSet's network-level top-1 and top-5, mean over networks):
+
+- `unseen`: lgbm + trace summary trained and validated on every profile but P (zero-shot);
+- `seen`: the same, trained and validated with P's rows of the training networks too;
+- `MS XGB, P only`: MetaSchedule's XGB trained on P's training rows alone, what a search on
+  P learns from P's own data (empty where P has none);
+- `random`: the mean of 20 random rankings of the same rows (the floor).
+
+Median over seeds (min-max). It trains 2 models per CPU and seed plus one baseline; on the
+126-shard seed that is about a minute per CPU and seed on one vCPU.
+
+    .venv/bin/python bench/unseen_cpu.py [--db STORE] [--seeds 0,1,2]
+        [--holdout resnet50,mobilenet_v2,bert] [--family lgbm] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._data import held_out_parts, store_or_seed  # noqa: E402
+from tenforge.cli import bootstrap  # noqa: E402
+
+bootstrap()
+
+from core.errors import TenforgeError  # noqa: E402
+from models.dataset import DataSpec, load_dataset  # noqa: E402
+from models.evaluate import network_report  # noqa: E402
+from models.registry import create_model  # noqa: E402
+from storage.reports import format_table  # noqa: E402
+from tasks.training import default_hardware  # noqa: E402
+
+ARMS = ("unseen", "seen", "MS XGB, P only", "random")
+RANDOM_DRAWS = 20
+
+
+def cpu_profiles(db: str) -> tuple[str, ...]:
+    """The store's one-thread CPU profiles with measurements (the GPU's features mean other
+    things, and several threads are another measurement)."""
+    return tuple(h for h in default_hardware(db) if h.startswith("cpu-") and h.endswith("-1t"))
+
+
+def on_hardware(data, names: set[str], keep: bool = True):
+    """`data`'s rows measured on `names` (keep) or on any other profile (not keep)."""
+    hw = np.array([n in names for n in data.hardware_names])[data.candidate_hardware()]
+    return data.subset(np.flatnonzero(hw if keep else ~hw))
+
+
+class RandomRanking:
+    """Scores drawn at random: the floor every ranking is compared with."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, data) -> np.ndarray:
+        return self.rng.random(len(data))
+
+
+def score(model, test, holdout) -> dict[str, float]:
+    report = network_report(model, test, holdout)
+    return {"top1": report["mean_network_top1"], "top5": report["mean_network_top5"]}
+
+
+def fitted(family: str, params: dict, train, valid, seed: int):
+    model = create_model(family, seed=seed, **params)
+    model.fit(train, valid)
+    return model
+
+
+def one_cpu(cpu: str, train, valid, test, holdout, family: str, seed: int,
+            params: dict | None = None) -> dict[str, dict]:
+    """Every arm's scores on `cpu`'s held-out rows (an arm without data is left out);
+    `params` of the family (default: with the trace summary)."""
+    mine = {cpu}
+    test_p = on_hardware(test, mine)
+    params = {"trace_features": True} if params is None else params
+    out = {"unseen": score(fitted(family, params, on_hardware(train, mine, keep=False),
+                                  on_hardware(valid, mine, keep=False), seed), test_p, holdout),
+           "seen": score(fitted(family, params, train, valid, seed), test_p, holdout)}
+    own_train, own_valid = on_hardware(train, mine), on_hardware(valid, mine)
+    if len(own_train) and len(own_valid):
+        out["MS XGB, P only"] = score(fitted("metaschedule_xgb", {}, own_train, own_valid, seed),
+                                      test_p, holdout)
+    draws = [score(RandomRanking(d), test_p, holdout) for d in range(RANDOM_DRAWS)]
+    out["random"] = {k: float(np.mean([d[k] for d in draws])) for k in ("top1", "top5")}
+    return out
+
+
+def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
+    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert",
+                        help="networks held out of training (every size of each)")
+    parser.add_argument("--seeds", default="0", help="comma-separated split and model seeds")
+    parser.add_argument("--family", default="lgbm")
+    parser.add_argument("--json", help="also write every number here")
+    args = parser.parse_args()
+
+    db = store_or_seed(args.db, "unseen-cpu")
+    cpus = cpu_profiles(db)
+    if len(cpus) < 2:
+        raise SystemExit(f"{db} has {len(cpus)} one-thread CPU profile(s) with data; leaving "
+                         "one out needs at least 2")
+    holdout = tuple(args.holdout.split(","))
+    data = load_dataset(db, DataSpec(hardware=cpus, traces=True))
+    print(f"data: {data.describe()}; held out: {', '.join(holdout)}", flush=True)
+    results: dict[str, dict[str, list[dict]]] = {}
+    for seed in (int(s) for s in args.seeds.split(",")):
+        train, valid, test = held_out_parts(data, seed, holdout)
+        for cpu in cpus:
+            start = time.perf_counter()
+            try:
+                arms = one_cpu(cpu, train, valid, test, holdout, args.family, seed)
+            except TenforgeError as exc:  # P measured none of the held-out networks' tasks
+                print(f" {cpu}: skipped ({exc})", flush=True)
+                continue
+            for arm, values in arms.items():
+                results.setdefault(cpu, {}).setdefault(arm, []).append(values)
+            print(f" seed {seed} {cpu}: " + ", ".join(
+                f"{arm} {v['top1']:.3f}" for arm, v in arms.items())
+                + f" ({time.perf_counter() - start:.0f} s)", flush=True)
+    rows = []
+    for cpu, arms in results.items():
+        for arm in ARMS:
+            if arm in arms:
+                rows.append([cpu, arm, spread([r["top1"] for r in arms[arm]]),
+                             spread([r["top5"] for r in arms[arm]])])
+    print(f"\nMean network top-1 / top-5 on each CPU's rows of {', '.join(holdout)}, "
+          f"{args.family} + trace summary; seeds {args.seeds} (median, min-max):")
+    print(format_table(["cpu", "model", "net top-1", "net top-5"], rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"data": data.describe(), "holdout": holdout, "seeds": args.seeds,
+             "family": args.family, "results": results}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
