@@ -464,11 +464,12 @@ def report(args: argparse.Namespace) -> None:
             spread([c["trials"] for c in mine], 0),
             spread([c["search_s"] / 60 for c in mine], 1),
             spread([c["trials"] / max(c["search_s"] / 60, 1e-9) for c in mine], 1),
-            (spread(reached) if reached else "never")
+            # no cell of its baseline (another CPU's matrix may lack ms-xgb): nothing to say
+            "no baseline" if not pairs else (spread(reached) if reached else "never")
             + (f" [{len(pairs) - len(reached)} never]" if reached and len(reached) < len(pairs)
                else ""),
             spread([p[1] for p in pairs if p[1] is not None]),
-            spread(close) if close else "never",
+            "no baseline" if not pairs else spread(close) if close else "never",
             "/".join(sorted({c["stop_reason"] for c in mine})),
             spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
             neighbours(mine)))
