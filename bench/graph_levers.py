@@ -133,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     graphs = [g for g in args.graphs.split(",") if g]
     for g in graphs:
-        check_graph(g)
+        check_graph(g, prepared=True)
     networks = [n for n in args.networks.split(",") if n]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     out = Path(args.out)

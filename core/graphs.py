@@ -21,8 +21,12 @@ from core.errors import TenforgeError
 #   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax). A
 #   convolution whose channels the block does not divide (an RGB stem) stays NCHW.
 GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c")
+# - "blocked" is asked for, never stored: NCHW[x]c blocked by the profile's own vector,
+#   resolve_graph makes it nchw16c on AVX-512 and nchw8c elsewhere before anything runs.
+BLOCKED = "blocked"
+CHOICES = (*GRAPHS, BLOCKED)  # what a user may ask for
 # for flow parameters (the Prefect UI's choice)
-Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c"]
+Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c", "blocked"]
 CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.conv2d
     "nhwc": ["NHWC", "OHWI"],
     "nchw8c": ["NCHW8c", "OIHW8i8o"],
@@ -37,7 +41,25 @@ def stored_network_name(name: str, graph: str) -> str:
     return name if graph == "exported" else f"{name}+{graph}"
 
 
-def check_graph(graph: str) -> None:
-    if graph not in GRAPHS:
+def check_graph(graph: str, prepared: bool = False) -> None:
+    """`graph` is one a user may ask for (CHOICES); `prepared`: one that can be prepared as
+    it is (GRAPHS: "blocked" must go through resolve_graph first)."""
+    known = GRAPHS if prepared else CHOICES
+    if graph not in known:
         raise TenforgeError(f"unknown graph preparation {graph!r}; choose one of "
-                            f"{', '.join(GRAPHS)}")
+                            f"{', '.join(known)}")
+
+
+def resolve_graph(graph: str, target_kind: str, vector_bytes: float) -> str:
+    """The graph to prepare when `graph` is asked for on a profile of `target_kind` whose
+    vectors are `vector_bytes` wide: "blocked" becomes one vector of floats a channel block,
+    nchw16c on AVX-512 and nchw8c on AVX2 (two vectors on SSE4.2: no narrower one is here).
+    On the Xeon of 2026-11-24 (AVX-512), resnet18's lean search reached a 9% lower estimate
+    at 16 than at 8 after 9 minutes (docs/tuning-results.md). Others pass through."""
+    check_graph(graph)
+    if graph != BLOCKED:
+        return graph
+    if target_kind != "llvm":
+        raise TenforgeError(f"--graph {BLOCKED} blocks channels by a CPU's vector width; this "
+                            f"profile is a {target_kind} target: pick exported or folded")
+    return "nchw16c" if vector_bytes >= 64 else "nchw8c"

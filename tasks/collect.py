@@ -44,7 +44,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      measure_batch: int = 16, outbox: str | None = None,
                      input_size: int | None = None, graph: str = "exported") -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
-    from core.graphs import check_graph
+    from core.graphs import check_graph, resolve_graph
     from tasks.network_registry import check_registrable
     from tasks.sources import resolve_workload
 
@@ -63,6 +63,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                         measure_batch=measure_batch)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
+    graph = resolve_graph(graph, profile.target_kind, profile.features.get("vector_unit_bytes", 0))
     outbox = outbox or default_outbox()
     check_outbox(outbox)
     return CollectSpec(db=path, hardware=profile.name, networks=tuple(networks),

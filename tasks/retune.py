@@ -155,7 +155,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     trials_per_round: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from core.graphs import check_graph
+    from core.graphs import check_graph, resolve_graph
     from tasks.network_registry import check_registrable
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
@@ -168,6 +168,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     workload = resolve_workload(network, path)
     check_registrable(path, workload)
     profile = resolve_profile(hardware)
+    graph = resolve_graph(graph, profile.target_kind,
+                          profile.features.get("vector_unit_bytes", 0))
     check_runnable_here(profile)
     check_positive_ints(trials=trials, batch_size=batch_size)
     if population is not None:

@@ -48,7 +48,7 @@ def import_with_weights(network: str | Workload, batch: int, size: int | None = 
     once, on the weights themselves (_pretransform_weights): `main` then takes the weights
     already transformed (in the layout it reads), so no inference pays for it.
     """
-    check_graph(graph)
+    check_graph(graph, prepared=True)
     workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
     if not workload.is_zoo:  # a file's inputs fix its sizes: one cache entry, whatever asked
         batch, size = 1, None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.graphs import GRAPHS
+from core.graphs import CHOICES
 from models.evaluate import OBJECTIVES
 from models.registry import FAMILIES
 from models.splits import SPLITS
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-size", type=_positive, default=None,
                    help="zoo networks: image side / sequence length (default: each network's "
                         "default size, `tenforge networks`)")
-    p.add_argument("--graph", choices=GRAPHS, default="exported",
+    p.add_argument("--graph", choices=CHOICES, default="exported",
                    help="how the networks are prepared (as `retune --graph`): their tasks are "
                         "stored as networks NAME+GRAPH, data for models that tune such graphs")
     p.add_argument("--measure-batch", type=_positive, default=16,
@@ -248,12 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evolutionary search population per round (default: 8x the "
                         "candidates a round measures, 64 to 256; instant: 256 ranked per "
                         "task; smaller: faster rounds)")
-    p.add_argument("--graph", choices=GRAPHS, default="exported",
+    p.add_argument("--graph", choices=CHOICES, default="exported",
                    help="how the network is prepared before tuning: exported (as torch.export "
                         "gives it), folded (what depends on the weights alone runs once, at "
                         "load; operators after a convolution fuse into it), nhwc (folded, "
                         "convolutions channels-last), nchw8c / nchw16c (folded, channels "
-                        "blocked by 8 / 16: one AVX2 / AVX-512 vector)")
+                        "blocked by 8 / 16: one AVX2 / AVX-512 vector), blocked (the one of "
+                        "those two that matches this profile's vector)")
     p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
                    help="before the search, measure the learned model's top K of 256 ranked "
                         "candidates per task (as instant does), out of --trials: every task "

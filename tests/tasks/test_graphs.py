@@ -112,6 +112,29 @@ def test_an_unknown_graph_is_refused_in_one_line(workload):
         import_with_weights(workload, 1, None, "nchwc")
 
 
+def test_blocked_is_one_vector_of_the_profiles_floats_and_is_resolved_before_anything_runs(
+        workload, db):
+    from core.graphs import resolve_graph
+    from tasks.collect import validate_collect
+    from tasks.hardware import resolve_profile
+
+    assert resolve_graph("blocked", "llvm", 64) == "nchw16c"  # AVX-512
+    assert resolve_graph("blocked", "llvm", 32) == "nchw8c"  # AVX2
+    assert resolve_graph("blocked", "llvm", 16) == "nchw8c"  # SSE4.2: no narrower layout
+    assert resolve_graph("nhwc", "cuda", 0) == "nhwc"
+    with pytest.raises(TenforgeError, match="blocks channels by a CPU's vector width"):
+        resolve_graph("blocked", "cuda", 0)
+    with pytest.raises(TenforgeError, match="unknown graph preparation 'blocks'"):
+        resolve_graph("blocks", "llvm", 64)
+    # what is asked for is never what is prepared: collect and retune resolve it first
+    with pytest.raises(TenforgeError, match="choose one of exported, folded, nhwc, nchw8c, "
+                                            "nchw16c$"):
+        import_with_weights(workload, 1, None, "blocked")
+    spec = validate_collect(db, "local-1t", ["matmul"], 4, graph="blocked")
+    wide = resolve_profile("local-1t").features["vector_unit_bytes"] >= 64
+    assert spec.graph == ("nchw16c" if wide else "nchw8c")
+
+
 def test_a_prepared_graph_is_stored_as_its_own_network_of_the_same_family():
     from core.graphs import stored_network_name
     from models.dataset import network_family
