@@ -91,7 +91,9 @@ def main() -> None:
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "ship")
-    hardware = profiles(db, args.hardware)
+    # sorted, as `models evaluate` loads them: equal scores (many, from trees) rank by row
+    # order, which follows the profiles' order; so the recorded score is the one measured
+    hardware = tuple(sorted(profiles(db, args.hardware)))
     target_kind, arch = profile_rows(db, hardware)
     params = json.loads(args.params)
     data_spec = DataSpec(hardware=hardware,
