@@ -1,6 +1,6 @@
-"""What the cost-model benches share: the store they read (the one given, else the seed dataset
-loaded into a temporary store), the profiles they use (those given, else every profile with
-measurements) and their by_network split."""
+"""What the benches share: the store they read (the one given, else the seed dataset loaded into
+a temporary store), the profiles they use (those given, else every profile with measurements;
+or its one-thread CPUs), their by_network split, and how they print a median over seeds."""
 
 from __future__ import annotations
 
@@ -24,6 +24,26 @@ def profiles(db: str, hardware: str | None) -> tuple[str, ...]:
     from tasks.training import default_hardware
 
     return tuple(hardware.split(",")) if hardware else tuple(default_hardware(db))
+
+
+def one_thread_cpus(db: str) -> list[str]:
+    """`db`'s one-thread CPU profiles with measurements (a GPU schedule's features mean other
+    things, and several threads are another measurement)."""
+    from tasks.training import default_hardware
+
+    return [h for h in default_hardware(db) if h.startswith("cpu-") and h.endswith("-1t")]
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    """The median of `values` and, where there are several, their range: "0.62 (0.59-0.65)"."""
+    import numpy as np
+
+    if not values:
+        return "-"
+    med = float(np.median(values))
+    if len(values) == 1:
+        return f"{med:.{digits}f}"
+    return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def held_out_parts(data, seed: int, holdout: tuple[str, ...]) -> tuple:

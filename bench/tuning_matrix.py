@@ -69,6 +69,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import spread  # noqa: E402
+
 VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
             "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c",
             "lean", "lean-nchw8c",
@@ -147,8 +149,9 @@ def training_networks(stored: list[str], holdout: list[str]) -> list[str]:
 def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
                   params: dict[str, Any], seed: int, work: Path) -> dict[str, Any]:
     """The seed's model for `seed`, trained once and remembered in WORK/models.json."""
+    from bench._data import one_thread_cpus
     from storage.store import Store
-    from tasks.training import default_hardware, pretrain
+    from tasks.training import pretrain
 
     index_path = work / "models.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
@@ -160,7 +163,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
         return index[key]
     # every one-thread CPU profile with data; this machine's among them once it has some (a
     # CPU new to the store: the model learns from the others alone, a pure transfer)
-    hardware = [h for h in default_hardware(db) if h.endswith("-1t") and h.startswith("cpu-")]
+    hardware = one_thread_cpus(db)
     if profile_name not in hardware:
         print(f"{profile_name} has no data in {db}: the model learns from {', '.join(hardware)}",
               flush=True)
@@ -345,15 +348,6 @@ def collect(args: argparse.Namespace) -> None:
         print(f"== {network} {variant} seed {seed}: {row['tuned_ms']:.2f} ms tuned, torch "
               f"{row['torch_ms']:.2f} ms, {row['trials']} trials in {row['search_s']:.0f} s "
               f"({row['stop_reason']})", flush=True)
-
-
-def spread(values: list[float], digits: int = 2) -> str:
-    if not values:
-        return "-"
-    med = float(np.median(values))
-    if len(values) == 1:
-        return f"{med:.{digits}f}"
-    return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def baseline_of(variant: str, present: set[str]) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, store_or_seed  # noqa: E402
+from bench._data import held_out_parts, one_thread_cpus, spread, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -42,16 +42,9 @@ from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import network_report  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from storage.reports import format_table  # noqa: E402
-from tasks.training import default_hardware  # noqa: E402
 
 ARMS = ("unseen", "seen", "MS XGB, P only", "random")
 RANDOM_DRAWS = 20
-
-
-def cpu_profiles(db: str) -> tuple[str, ...]:
-    """The store's one-thread CPU profiles with measurements (the GPU's features mean other
-    things, and several threads are another measurement)."""
-    return tuple(h for h in default_hardware(db) if h.startswith("cpu-") and h.endswith("-1t"))
 
 
 def on_hardware(data, names: set[str], keep: bool = True):
@@ -100,12 +93,6 @@ def one_cpu(cpu: str, train, valid, test, holdout, family: str, seed: int,
     return out
 
 
-def spread(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{np.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
@@ -117,7 +104,7 @@ def main() -> None:
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "unseen-cpu")
-    cpus = cpu_profiles(db)
+    cpus = tuple(one_thread_cpus(db))
     if len(cpus) < 2:
         raise SystemExit(f"{db} has {len(cpus)} one-thread CPU profile(s) with data; leaving "
                          "one out needs at least 2")
@@ -143,8 +130,8 @@ def main() -> None:
     for cpu, arms in results.items():
         for arm in ARMS:
             if arm in arms:
-                rows.append([cpu, arm, spread([r["top1"] for r in arms[arm]]),
-                             spread([r["top5"] for r in arms[arm]])])
+                rows.append([cpu, arm, spread([r["top1"] for r in arms[arm]], 3),
+                             spread([r["top5"] for r in arms[arm]], 3)])
     print(f"\nMean network top-1 / top-5 on each CPU's rows of {', '.join(holdout)}, "
           f"{args.family} + trace summary; seeds {args.seeds} (median, min-max):")
     print(format_table(["cpu", "model", "net top-1", "net top-5"], rows))

@@ -377,7 +377,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "measure_s": result.measure_s, "search_threads": result.search_threads,
         "warm_start": spec.warm_start, "graph": spec.graph,
         "trials_per_round": spec.trials_per_round,
-        "tasks_filled": len(result.tasks_filled or []),
+        "tasks_filled": len(result.tasks_filled),
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
@@ -393,5 +393,5 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
             "untuned_ms": round(result.untuned["latency_s"] * 1e3, 4),
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
-            "tasks_filled": len(result.tasks_filled or []), "resumed_from": resumed,
+            "tasks_filled": row["tasks_filled"], "resumed_from": resumed,
             "database_dir": str(work_dir), "measurements_stored": written}

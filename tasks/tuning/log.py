@@ -71,7 +71,7 @@ class TuningLog:
         return [i for i, b in enumerate(self.best) if math.isinf(b)]
 
     def estimated(self) -> float | None:
-        if any(math.isinf(b) for b in self.best):
+        if self.unmeasured_tasks():
             return None
         return float(sum(w * b for w, b in zip(self.task_weights, self.best)))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,7 +50,7 @@ class TuningResult:
     trials_per_task: dict[str, int]
     rejected_by_rules: int = 0
     trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
-    tasks_filled: list[str] | None = None  # left unmeasured by the search; given a pick after
+    tasks_filled: list[str] = field(default_factory=list)  # unmeasured by the search, picked after
 
     @property
     def speedup(self) -> float:
@@ -77,7 +77,7 @@ def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) ->
     if warm_start < 1:
         raise TenforgeError(f"--warm-start {warm_start}: measure at least 1 candidate per task "
                             "(or leave it out)")
-    if cost_model in ("xgb", "metaschedule-xgb"):
+    if _model_path(cost_model) is None:
         raise TenforgeError("--warm-start ranks candidates with a learned model and this run "
                             "uses MetaSchedule's XGB: name a registered model (or leave "
                             "--cost-model out where the store has one)")
