@@ -167,6 +167,7 @@ def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
     assert cell_graph("bert", "ms-xgb", "") == "exported"
     assert cell_graph("resnet18", "ms-xgb-nchw8c", "bert") == "nchw8c"
     assert cell_graph("resnet18", "lean-nchw16c", "bert") == "nchw16c"
+    assert cell_graph("resnet18", "warm-nchw16c", "bert") == "nchw16c"
 
 
 def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there_is_one():
@@ -210,6 +211,7 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert lean["scheduler"] == "gradient" and lean["trials"] == args.trials
     assert search_settings("learned", args)["trials_per_iter"] is None  # tuning's default
     assert search_settings("warm", args)["warm_start"] == 3
+    assert search_settings("warm-nchw16c", args)["warm_start"] == 3
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes
