@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, profiles, store_or_seed  # noqa: E402
+from bench._data import held_out_parts, profiles, spread, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -151,8 +151,7 @@ def main() -> None:
 
 def print_table(runs: dict[tuple, list[dict]], seeds: str) -> None:
     def cell(values: list[float]) -> str:
-        v = np.array(values)
-        return f"{np.median(v):.3f}" + (f" ({v.min():.3f}-{v.max():.3f})" if v.size > 1 else "")
+        return spread(values, digits=3)
 
     nets = list(next(iter(runs.values()))[0]["networks"])
     rows = []
