@@ -65,9 +65,11 @@ def pipeline(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"],
     learned = (adapted or {}).get("retune_uses") or (adapted or found)["model_id"]
     # full search with MetaSchedule's model and with the learned one, then the learned one
     # without search (instant: rank sampled candidates, measure the top few per task)
+    # on the exported graph: the graph the models here learned from (collect's default)
     tuned = {f"{model} {scheduler}": retune(network=retune_network, hardware=spec.hardware,
                                             trials=retune_trials, cost_model=model,
-                                            scheduler=scheduler, seed=seed, db=spec.db)
+                                            scheduler=scheduler, seed=seed, db=spec.db,
+                                            graph="exported")
              for model, scheduler in (("metaschedule-xgb", "gradient"), (learned, "gradient"),
                                       (learned, "instant"))}
     reports.pipeline_report(spec.db, retune_network, spec.hardware)

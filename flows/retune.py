@@ -22,7 +22,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            flops_share: float = 0.9, population: PositiveInt | None = None,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
-           warm_start: PositiveInt | None = None, graph: Graph = "exported",
+           warm_start: PositiveInt | None = None, graph: Graph | None = None,
            trials_per_round: PositiveInt | None = None, db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
@@ -55,7 +55,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             it), folded (what depends on the weights alone runs once, at load; operators
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
             nchw8c / nchw16c (folded, convolutions in NCHW with channels blocked by one
-            AVX2 / AVX-512 vector).
+            AVX2 / AVX-512 vector), or blocked (the one of those two that is this CPU's
+            vector). Default: blocked on a CPU, exported on a GPU (core.graphs.default_graph).
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
             estimate over every task sooner and leaves the rest to the heaviest tasks.

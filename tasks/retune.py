@@ -151,11 +151,11 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     flops_share: float, batch_size: int, seed: int,
                     population: int | None = None, out: str | None = None,
                     input_size: int | None = None, warm_start: int | None = None,
-                    graph: str = "exported",
+                    graph: str | None = None,
                     trials_per_round: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
-    from core.graphs import check_graph, resolve_graph
+    from core.graphs import check_graph, default_graph, resolve_graph
     from tasks.network_registry import check_registrable
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
@@ -164,11 +164,12 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
-    check_graph(graph)
+    if graph is not None:
+        check_graph(graph)
     workload = resolve_workload(network, path)
     check_registrable(path, workload)
     profile = resolve_profile(hardware)
-    graph = resolve_graph(graph, profile.target_kind,
+    graph = resolve_graph(graph or default_graph(profile.target_kind), profile.target_kind,
                           profile.features.get("vector_unit_bytes", 0))
     check_runnable_here(profile)
     check_positive_ints(trials=trials, batch_size=batch_size)

@@ -98,7 +98,7 @@ def retune(network: str, hardware: str = "local", trials: int = 64,
                     options.get("scheduler", "gradient"), options.get("flops_share", 0.9),
                     options.get("batch_size", 1), options.get("seed", 0),
                     options.get("population"), out, options.get("input_size"),
-                    options.get("warm_start"), options.get("graph", "exported"),
+                    options.get("warm_start"), options.get("graph"),
                     options.get("trials_per_round"))
     from flows.retune import retune as flow
 
