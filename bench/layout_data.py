@@ -13,6 +13,8 @@ graphs (resnet18+nchw16c), per CPU that measured them:
 - `without LAYOUT`: lgbm + trace summary, trained without the tasks that only +LAYOUT graphs
   have (a model that never saw that layout; the exported graphs' tasks stay);
 - `with LAYOUT`: the same, with them;
+- `with LAYOUT, no trace`: lgbm on the per-store features alone, with them (whether the trace
+  summary is what transfers or fails to);
 - `MS XGB`: MetaSchedule's XGB trained on the `with` rows;
 - `random`: the mean of 20 random rankings of the same rows (the floor).
 
@@ -46,7 +48,7 @@ from models.dataset import DataSpec, load_dataset, network_family, network_name 
 from models.evaluate import network_report  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
-ARMS = ("without", "with", "MS XGB", "random")
+ARMS = ("without", "with", "with, no trace", "MS XGB", "random")
 
 
 def is_layout(label: str, layout: str) -> bool:
@@ -71,19 +73,23 @@ def layout_networks(data, layout: str, holdout: tuple[str, ...]) -> tuple[str, .
 
 def arms_for_seed(train, valid, test, layout: str, targets: tuple[str, ...], family: str,
                   seed: int) -> dict[str, dict[str, dict]]:
-    """Per CPU that measured `targets`: every arm's scores on its rows of them."""
+    """Per CPU that measured `targets`' own tasks: every arm's scores on its rows of them (a
+    CPU with only the tasks the exported graph shares, a dense layer, is not scored)."""
     keep_train, keep_valid = ~layout_only(train, layout), ~layout_only(valid, layout)
     params = {"trace_features": True}
     models = {
         "without": fitted(family, params, train.subset(np.flatnonzero(keep_train)),
                           valid.subset(np.flatnonzero(keep_valid)), seed),
         "with": fitted(family, params, train, valid, seed),
+        "with, no trace": fitted(family, {}, train, valid, seed),
         "MS XGB": fitted("metaschedule_xgb", {}, train, valid, seed),
     }
     names = np.array(test.hardware_names)
     out: dict[str, dict[str, dict]] = {}
     for cpu in sorted(set(names[test.candidate_hardware()])):
         rows = on_hardware(test, {cpu})
+        if not layout_only(rows, layout).any():
+            continue
         try:
             scores = {arm: network_report(m, rows, targets) for arm, m in models.items()}
         except TenforgeError:
@@ -130,7 +136,7 @@ def main() -> None:
             print(f" seed {seed} {cpu}: " + ", ".join(
                 f"{arm} {v['top1']:.3f}" for arm, v in arms.items())
                 + f" ({time.perf_counter() - start:.0f} s)", flush=True)
-    rows = [[cpu, arm if arm in ("MS XGB", "random") else f"{args.family}, {arm} {args.layout}",
+    rows = [[cpu, arm if arm in ("MS XGB", "random") else f"{args.family}, {arm} ({args.layout})",
              spread([r["top1"] for r in arms[arm]], 3), spread([r["top5"] for r in arms[arm]], 3)]
             for cpu, arms in results.items() for arm in ARMS]
     print(f"\nMean network top-1 / top-5 on {', '.join(targets)}, seeds {args.seeds} "

@@ -52,7 +52,22 @@ def test_the_without_model_trains_on_every_row_but_the_layouts_own(monkeypatch):
     assert trained[0] == ("lgbm", everything - {"w0", "w1", "w2"},
                           everything - {"w0", "w1", "w2"})
     assert trained[1] == ("lgbm", everything, everything)
-    assert trained[2][0] == "metaschedule_xgb"
+    assert trained[2] == ("lgbm", everything, everything)  # no trace summary
+    assert trained[3][0] == "metaschedule_xgb"
+    # cpu-a measured w0 and w2, cpu-b w1: both measured the layout's own tasks
     assert set(out) == {"cpu-a-1t", "cpu-b-1t"}
-    assert set(out["cpu-a-1t"]) == {"without", "with", "MS XGB", "random"}
+    assert set(out["cpu-a-1t"]) == {"without", "with", "with, no trace", "MS XGB", "random"}
     assert all(0 <= v["top1"] <= 1 for arms in out.values() for v in arms.values())
+
+
+def test_a_cpu_with_only_the_shared_tasks_is_not_scored(monkeypatch):
+    """cpu-b measured w3 (the dense layer net0 shares) but none of the layout's own tasks."""
+    import numpy as np
+
+    import bench.layout_data as bench
+
+    data = with_layout_tasks()
+    data = data.subset(np.flatnonzero(data.group_workload[data.group] != "w1"))
+    monkeypatch.setattr(bench, "fitted", lambda *a: bench.RandomRanking(0))
+    out = bench.arms_for_seed(data, data, data, "nchw16c", ("net0+nchw16c",), "lgbm", 0)
+    assert set(out) == {"cpu-a-1t"}
