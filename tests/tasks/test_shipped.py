@@ -59,9 +59,8 @@ def test_the_recorded_held_out_score_is_what_evaluate_measures_on_its_shards(tmp
     held = tuple(shipped.lineage["split"]["holdout"])
     measured = evaluate_model("shipped", db, tuple(recorded["hardware"]), held)
     assert measured["model"] == shipped.model_id
-    # equal predicted scores (trees give many) rank by row order, which follows the order the
-    # profiles were loaded in: a model shipped before bench/ship_model.py sorted them
-    # (20261124T2100) scores 5e-6 off its record here
+    # equal predicted scores (trees give many) rank by row order, which can differ between two
+    # loads of the same shards (a load's data fingerprint is not stable): 1e-4 of slack
     assert measured["mean_network_top1"] == pytest.approx(recorded["mean_network_top1"],
                                                           abs=1e-4)
     assert all(v["in_training"] is False for v in measured["networks"].values())
