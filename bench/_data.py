@@ -34,6 +34,16 @@ def one_thread_cpus(db: str) -> list[str]:
     return [h for h in default_hardware(db) if h.startswith("cpu-") and h.endswith("-1t")]
 
 
+def held_out_bench_options(parser, holdout: str, holdout_help: str) -> None:
+    """The options every held-out-network bench takes (bench/unseen_cpu.py,
+    bench/layout_data.py): the store, the held-out networks, the seeds, the family, --json."""
+    parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
+    parser.add_argument("--holdout", default=holdout, help=holdout_help)
+    parser.add_argument("--seeds", default="0", help="comma-separated split and model seeds")
+    parser.add_argument("--family", default="lgbm")
+    parser.add_argument("--json", help="also write every number here")
+
+
 def spread(values: list[float], digits: int = 2) -> str:
     """The median of `values` and, where there are several, their range: "0.62 (0.59-0.65)"."""
     import numpy as np

@@ -36,7 +36,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, one_thread_cpus, spread, store_or_seed  # noqa: E402
+from bench._data import (  # noqa: E402
+    held_out_bench_options,
+    held_out_parts,
+    one_thread_cpus,
+    spread,
+    store_or_seed,
+)
 from bench.unseen_cpu import RANDOM_DRAWS, RandomRanking, fitted, on_hardware  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
@@ -104,14 +110,10 @@ def arms_for_seed(train, valid, test, layout: str, targets: tuple[str, ...], fam
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
+    held_out_bench_options(parser, "resnet18,mobilenet_v2,bert",
+                           "networks held out of training (the tuning matrix's)")
     parser.add_argument("--layout", default="nchw16c", choices=GRAPHS[2:],
                         help="the prepared graph whose tasks are taken away")
-    parser.add_argument("--holdout", default="resnet18,mobilenet_v2,bert",
-                        help="networks held out of training (the tuning matrix's)")
-    parser.add_argument("--seeds", default="0", help="comma-separated split and model seeds")
-    parser.add_argument("--family", default="lgbm")
-    parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "layout-data")

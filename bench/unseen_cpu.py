@@ -32,7 +32,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, one_thread_cpus, spread, store_or_seed  # noqa: E402
+from bench._data import (  # noqa: E402
+    held_out_bench_options,
+    held_out_parts,
+    one_thread_cpus,
+    spread,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -95,12 +101,8 @@ def one_cpu(cpu: str, train, valid, test, holdout, family: str, seed: int,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", help="store to read (default: the seed, loaded into a temp store)")
-    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert",
-                        help="networks held out of training (every size of each)")
-    parser.add_argument("--seeds", default="0", help="comma-separated split and model seeds")
-    parser.add_argument("--family", default="lgbm")
-    parser.add_argument("--json", help="also write every number here")
+    held_out_bench_options(parser, "resnet50,mobilenet_v2,bert",
+                           "networks held out of training (every size of each)")
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "unseen-cpu")
