@@ -20,7 +20,10 @@ from tests.conftest import SEED_PROFILE, assert_refused, run_cli, run_cli_table,
 # The shared model is trained on the seed's SEED_PROFILE data; tuning runs on this machine's
 # one-thread profile, whatever its CPU.
 PROFILE = "local-1t"
-RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE, "--population", "32"]
+# The counts below are tiny_cnn's exported graph (8 tasks, 2 with FLOPs at the default share);
+# a CPU's default is the blocked graph (core.graphs.default_graph, tested at the end).
+RETUNE = ["retune", "tiny_cnn", "--hardware", PROFILE, "--population", "32", "--graph",
+          "exported"]
 
 
 @pytest.fixture(scope="module")
@@ -431,3 +434,19 @@ def test_trials_per_round_sets_the_searchs_batches_and_is_recorded(store_with_mo
                                             "ORDER BY point", [newest["tuning_id"]])]
     assert trials[-1] == newest["trials"] and 24 <= newest["trials"] < 24 + 2
     assert all(0 < b - a <= 2 for a, b in zip([0, *trials], trials))
+
+
+@pytest.mark.slow
+def test_by_default_a_cpu_retune_tunes_and_times_the_blocked_graph(db):
+    """No --graph: tiny_cnn is tuned with its convolution channel-blocked by this CPU's vector,
+    compiled and timed end to end, and the run records the layout it used."""
+    result = run_cli("retune", "tiny_cnn", "--hardware", PROFILE, "--population", "32",
+                     "--trials", "8", "--cost-model", "metaschedule-xgb", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = _tuning_rows(db)
+    wide = resolve_profile(PROFILE).features["vector_unit_bytes"] >= 64
+    assert run["graph"] == ("nchw16c" if wide else "nchw8c")
+    assert run["tuned_functions"] >= 1 and 0 < run["tuned_latency_s"]
+    with Store(db, read_only=True) as store:
+        names = {n for (n,) in store.query("SELECT name FROM networks")}
+    assert f"tiny_cnn+{run['graph']}" in names
