@@ -52,10 +52,10 @@ def check_graph(graph: str, prepared: bool = False) -> None:
 
 def default_graph(target_kind: str) -> str:
     """What `retune` prepares when no graph is asked for: blocked on a CPU, exported
-    elsewhere (a GPU). At 1,000 trials of MetaSchedule's XGB, one thread, seed 0-2
+    elsewhere (a GPU). At 1,000 trials of MetaSchedule's XGB, one thread
     (docs/tuning-results.md): resnet18 ran 57.1 ms blocked against 73.4 exported on a Zen 3
-    (3 seeds), mobilenet_v2 11.4 against 15.4 on an AVX-512 Xeon; BERT has no convolution,
-    so blocked is folded for it, 1.82x faster than exported at 150 trials."""
+    (median of 3 seeds), mobilenet_v2 11.4 against 15.4 on an AVX-512 Xeon (1 seed); BERT has
+    no convolution, so blocked is folded for it, 1.82x faster than exported at 150 trials."""
     return BLOCKED if target_kind == "llvm" else "exported"
 
 
