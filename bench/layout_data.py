@@ -43,7 +43,7 @@ from bench._data import (  # noqa: E402
     spread,
     store_or_seed,
 )
-from bench.unseen_cpu import RANDOM_DRAWS, RandomRanking, fitted, on_hardware  # noqa: E402
+from bench.unseen_cpu import fitted, on_hardware, random_floor, score  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -51,7 +51,6 @@ bootstrap()
 from core.errors import TenforgeError  # noqa: E402
 from core.graphs import GRAPHS  # noqa: E402
 from models.dataset import DataSpec, load_dataset, network_family, network_name  # noqa: E402
-from models.evaluate import network_report  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
 ARMS = ("without", "with", "with, no trace", "MS XGB", "random")
@@ -97,14 +96,10 @@ def arms_for_seed(train, valid, test, layout: str, targets: tuple[str, ...], fam
         if not layout_only(rows, layout).any():
             continue
         try:
-            scores = {arm: network_report(m, rows, targets) for arm, m in models.items()}
+            out[cpu] = {arm: score(m, rows, targets) for arm, m in models.items()}
         except TenforgeError:
             continue  # this CPU measured none of the layout's held-out tasks
-        draws = [network_report(RandomRanking(d), rows, targets) for d in range(RANDOM_DRAWS)]
-        out[cpu] = {arm: {"top1": r["mean_network_top1"], "top5": r["mean_network_top5"]}
-                    for arm, r in scores.items()}
-        out[cpu]["random"] = {k: float(np.mean([d[f"mean_network_{k}"] for d in draws]))
-                              for k in ("top1", "top5")}
+        out[cpu]["random"] = random_floor(rows, targets)
     return out
 
 

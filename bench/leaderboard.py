@@ -150,9 +150,6 @@ def main() -> None:
 
 
 def print_table(runs: dict[tuple, list[dict]], seeds: str) -> None:
-    def cell(values: list[float]) -> str:
-        return spread(values, digits=3)
-
     nets = list(next(iter(runs.values()))[0]["networks"])
     rows = []
     for (kind, family, features, hparams), results in runs.items():
@@ -161,7 +158,7 @@ def print_table(runs: dict[tuple, list[dict]], seeds: str) -> None:
         if hparams == "searched":  # the feature set the search picked, per seed
             features = "/".join(sorted({r["features"] for r in results}))
         rows.append((kind, family, features, hparams,
-                     *(cell([r[k] for r in results]) for k in KEYS),
+                     *(spread([r[k] for r in results], 3) for k in KEYS),
                      "—" if family == BASELINE else f"{np.median(gain):+.3f}",
                      *(f"{np.median([r['networks'][n]['top1'] for r in results]):.3f}"
                        for n in nets)))

@@ -74,6 +74,12 @@ def score(model, test, holdout) -> dict[str, float]:
     return {"top1": report["mean_network_top1"], "top5": report["mean_network_top5"]}
 
 
+def random_floor(test, networks) -> dict[str, float]:
+    """The mean score of RANDOM_DRAWS random rankings of `test`'s rows of `networks`."""
+    draws = [score(RandomRanking(d), test, networks) for d in range(RANDOM_DRAWS)]
+    return {k: float(np.mean([d[k] for d in draws])) for k in ("top1", "top5")}
+
+
 def fitted(family: str, params: dict, train, valid, seed: int):
     model = create_model(family, seed=seed, **params)
     model.fit(train, valid)
@@ -94,8 +100,7 @@ def one_cpu(cpu: str, train, valid, test, holdout, family: str, seed: int,
     if len(own_train) and len(own_valid):
         out["MS XGB, P only"] = score(fitted("metaschedule_xgb", {}, own_train, own_valid, seed),
                                       test_p, holdout)
-    draws = [score(RandomRanking(d), test_p, holdout) for d in range(RANDOM_DRAWS)]
-    out["random"] = {k: float(np.mean([d[k] for d in draws])) for k in ("top1", "top5")}
+    out["random"] = random_floor(test_p, holdout)
     return out
 
 

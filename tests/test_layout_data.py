@@ -37,6 +37,7 @@ def test_the_scored_graphs_are_the_held_out_networks_in_the_layout():
 
 def test_the_without_model_trains_on_every_row_but_the_layouts_own(monkeypatch):
     import bench.layout_data as bench
+    from bench.unseen_cpu import RandomRanking
 
     data = with_layout_tasks()
     trained = {}
@@ -44,7 +45,7 @@ def test_the_without_model_trains_on_every_row_but_the_layouts_own(monkeypatch):
     def fitted(family, params, train, valid, seed):
         trained[len(trained)] = (family, set(train.group_workload[train.group]),
                                  set(valid.group_workload[valid.group]))
-        return bench.RandomRanking(seed)
+        return RandomRanking(seed)
 
     monkeypatch.setattr(bench, "fitted", fitted)
     out = bench.arms_for_seed(data, data, data, "nchw16c", ("net0+nchw16c",), "lgbm", 0)
@@ -65,9 +66,10 @@ def test_a_cpu_with_only_the_shared_tasks_is_not_scored(monkeypatch):
     import numpy as np
 
     import bench.layout_data as bench
+    from bench.unseen_cpu import RandomRanking
 
     data = with_layout_tasks()
     data = data.subset(np.flatnonzero(data.group_workload[data.group] != "w1"))
-    monkeypatch.setattr(bench, "fitted", lambda *a: bench.RandomRanking(0))
+    monkeypatch.setattr(bench, "fitted", lambda *a: RandomRanking(0))
     out = bench.arms_for_seed(data, data, data, "nchw16c", ("net0+nchw16c",), "lgbm", 0)
     assert set(out) == {"cpu-a-1t"}
