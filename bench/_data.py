@@ -4,17 +4,32 @@ or its one-thread CPUs), their by_network split, and how they print a median ove
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
+KEEP_SCRATCH = "TENFORGE_KEEP_SCRATCH"
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A fresh folder under the system's temp dir, removed when the bench exits (set
+    TENFORGE_KEEP_SCRATCH=1 to keep it for a look). A loaded seed store is ~0.5 GB: left behind
+    by every run, they once filled this machine's disk and failed CI's tmp_path set-up."""
+    folder = Path(tempfile.mkdtemp(prefix=f"tenforge-{prefix}-"))
+    if not os.environ.get(KEEP_SCRATCH):
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
 
 def store_or_seed(db: str | None, prefix: str) -> str:
-    """`db`, or a fresh temporary store holding the seed dataset."""
+    """`db`, or a fresh temporary store holding the seed dataset (removed at exit)."""
     from storage.seed import load_shards
 
     if db is not None:
         return db
-    seeded = str(Path(tempfile.mkdtemp(prefix=f"tenforge-{prefix}-")) / "seed.duckdb")
+    seeded = str(scratch_dir(prefix) / "seed.duckdb")
     load_shards(seeded, progress=lambda _: None)
     return seeded
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from tasks.hardware import detect_local_profiles  # noqa: E402
 from tasks.measure import MeasureJob, Measurer  # noqa: E402
 from tasks.sampling import sample_candidates  # noqa: E402
@@ -71,7 +71,7 @@ def limit_path(profile, jobs: list[MeasureJob]) -> dict:
             mod = tvm.ir.load_json(job.mod_json)
             inputs[job.workload_hash] = _random_args(
                 ms.arg_info.ArgInfo.from_prim_func(mod["main"]), seed=0)
-    work = tempfile.mkdtemp()
+    work = str(scratch_dir("collect-throughput"))
     build_s = run_s = 0.0
     for job in jobs:
         start = time.perf_counter()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from core.tvm_env import load_tvm  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--hardware", help="comma-separated profiles (default: every one in the "
                         "store)")
     args = parser.parse_args()
-    db = args.db or str(Path(tempfile.mkdtemp(prefix="tenforge-constraints-")) / "seed.duckdb")
+    db = args.db or str(scratch_dir("constraints") / "seed.duckdb")
     if args.db is None:
         load_shards(db, progress=lambda _: None)
     rows = []

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):  # `python bench/faults.py`: make `bench` importable
@@ -30,6 +29,7 @@ if __package__ in (None, ""):  # `python bench/faults.py`: make `bench` importab
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import scratch_dir  # noqa: E402
 from bench._faults_common import cli  # noqa: E402
 from bench.bad_inputs import check_bad_inputs  # noqa: E402
 from bench.fault_kills import (  # noqa: E402
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--pretrain-kills", type=int, default=5)
     parser.add_argument("--skip-bad-inputs", action="store_true")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="tenforge-faults-"))
+    tmp = scratch_dir("faults")
     db = str(tmp / "killed.duckdb")
 
     if args.kills:

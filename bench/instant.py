@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from bench.tuning import torch_eager_ms  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from storage.seed import load_shards  # noqa: E402
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     args = parser.parse_args()
     profile = resolve_profile(args.hardware)
-    work = Path(tempfile.mkdtemp(prefix="tenforge-instant-"))
+    work = scratch_dir("instant")
     db = str(work / "seed.duckdb")
     load_shards(db, progress=lambda _: None)
     sources = [h for h in default_hardware(db) if h != profile.name]

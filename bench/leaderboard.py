@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, profiles, spread, store_or_seed  # noqa: E402
+from bench._data import held_out_parts, profiles, scratch_dir, spread, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -115,7 +114,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write every run's numbers here")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="tenforge-leaderboard-"))
+    work = scratch_dir("leaderboard")
     db = store_or_seed(args.db, "leaderboard")
     hardware = profiles(db, args.hardware)
     holdout = tuple(args.holdout.split(","))

@@ -18,7 +18,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from bench.tuning import eager_ms  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
@@ -128,7 +128,7 @@ def main() -> None:
     except ImportError:
         sys.exit("bench/own_models.py needs transformers: pip install -e '.[bench]'")
     profile = resolve_profile(args.hardware)
-    work = Path(tempfile.mkdtemp(prefix="tenforge-own-models-"))
+    work = scratch_dir("own-models")
     (work / "hf_models.py").write_text(FACTORIES)
     sys.path.insert(0, str(work))
     import hf_models

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from core.procs import usable_cores  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.collect import measure_pending, network_task_ids, sample_task  # noqa: E402
@@ -96,7 +96,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     model = "xgb" if args.cost_model == "metaschedule-xgb" \
         else str(require_shipped_for(profile).path)
-    work = Path(tempfile.mkdtemp(prefix="tenforge-throughput-"))
+    work = scratch_dir("throughput")
     print(f"{args.network} on {profile.name} ({profile.num_threads} measuring threads, "
           f"{usable_cores()} cores); cost model {args.cost_model}; {args.trials} trials per "
           f"retune; tasks with {FLOPS_SHARE:.0%} of FLOPs; work in {work}", flush=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.evaluate import evaluate  # noqa: E402
 from models.pruning import PruneSpec, prune  # noqa: E402
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--no-pruning", action="store_true", help="only the transfer table")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="tenforge-transfer-"))
+    work = scratch_dir("transfer")
     db = args.db or str(work / "seed.duckdb")
     if args.db is None:
         load_shards(db, progress=lambda _: None)

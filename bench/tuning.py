@@ -29,7 +29,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -43,6 +42,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
+from bench._data import scratch_dir  # noqa: E402
 from models.dataset import DataSpec, load_dataset  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from models.splits import sample_by_task  # noqa: E402
@@ -186,7 +186,7 @@ def main() -> None:
 
     networks = [n for n in args.networks.split(",") if n]
     profile = resolve_profile(args.hardware)
-    work = Path(tempfile.mkdtemp(prefix="tenforge-tuning-"))
+    work = scratch_dir("tuning")
     db = args.db or str(work / "seed.duckdb")
     if args.db is None:
         load_shards(db, progress=lambda _: None)

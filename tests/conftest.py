@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,11 +16,20 @@ import pytest
 from tenforge.cli import bootstrap
 
 bootstrap()
+
+
+def _temp_home(prefix: str) -> str:
+    """A Prefect home for one process, removed when the test process exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 # One Prefect home per test process (each pytest-xdist worker is one): the flows the tests run
 # start Prefect's ephemeral API on its SQLite file, and two workers must not share one. It also
 # leaves the developer's ~/.prefect alone.
-os.environ["PREFECT_HOME"] = tempfile.mkdtemp(
-    prefix=f"tenforge-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ["PREFECT_HOME"] = _temp_home(
+    f"tenforge-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 
@@ -58,7 +68,7 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
     run_env = {**os.environ, **(env or {})}
     if ephemeral:  # its own Prefect home too: two servers on one SQLite file stall each other
         run_env.pop("PREFECT_API_URL", None)
-        run_env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="tenforge-prefect-ephemeral-")
+        run_env["PREFECT_HOME"] = _temp_home("tenforge-prefect-ephemeral-")
     elif "PREFECT_API_URL" not in run_env:
         run_env["PREFECT_API_URL"] = shared_prefect_api()
     # its own session, so a timeout ends its workers too, after their stacks are written down
