@@ -129,10 +129,14 @@ class Dataset:
                        None if self.trace is None else self.trace[index])
 
     def fingerprint(self) -> str:
-        """Identifies the exact rows and labels (for lineage)."""
+        """Identifies the rows and labels (for lineage) by what they are: each row's profile,
+        task and measured latency, in load order (by schedule hash within a task). Not by
+        candidate id: ids are store-local, so two stores with the same data gave two prints."""
         digest = hashlib.sha1()
         digest.update(json.dumps(self.spec.to_json(), sort_keys=True).encode())
-        digest.update(self.candidate_id.tobytes())
+        digest.update(json.dumps(list(self.hardware_names)).encode())
+        digest.update(self.group_hardware[self.group].tobytes())
+        digest.update("\n".join(self.group_workload[self.group].tolist()).encode())
         digest.update(self.latency.tobytes())
         return digest.hexdigest()[:16]
 

@@ -124,7 +124,10 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
         WHERE h.name IN (SELECT unnest($hardware)) {_network_filter(networks)}
               {"AND c.source IN (SELECT unnest($sources))" if sources else ""}
         QUALIFY row_number() OVER (PARTITION BY c.candidate_id ORDER BY m.measured_at DESC) = 1
-        ORDER BY h.name, t.workload_hash, c.candidate_id""", params).to_arrow_table()
+        -- content, not store-local ids: two loads of the same shards number candidates in
+        -- whatever order DuckDB's parallel insert met them, and tie ranking and subsampling
+        -- follow row order (models/dataset.py's fingerprint relies on this order too)
+        ORDER BY h.name, t.workload_hash, c.schedule_hash""", params).to_arrow_table()
 
 
 # ----------------------------------------------------------------------------- calibration

@@ -32,6 +32,51 @@ def test_dataset_from_the_store(seed_data, seed_store):
     assert load_dataset(seed_store, data.spec).fingerprint() == data.fingerprint()
 
 
+def _two_shards_of_one_task_set() -> list:
+    """The two smallest seed shards of one profile that measured the same network (20 or more
+    candidates each), so their candidates share tasks."""
+    import json
+    from collections import defaultdict
+
+    from storage.seed import find_shards
+
+    by_run = defaultdict(list)
+    for manifest in find_shards():
+        said = json.loads(manifest.read_text())
+        if said["measured"] < 20:
+            continue
+        by_run[(manifest.parent.name, tuple(said["network"]))].append(
+            (sum(f["bytes"] for f in said["files"].values()), manifest))
+    pairs = sorted(sorted(found)[:2] for found in by_run.values() if len(found) >= 2)
+    return [manifest for _, manifest in min(pairs, key=lambda p: p[0][0] + p[1][0])]
+
+
+def test_two_stores_of_the_same_shards_give_the_same_rows_whatever_order_they_loaded(tmp_path):
+    """Candidate ids are store-local: the order shards (or DuckDB's parallel insert) met the
+    candidates numbers them. A dataset's rows and fingerprint must not follow them, or the same
+    command trains different models and a lineage names ids, not data."""
+    import shutil
+
+    from storage.seed import load_shards
+
+    shards = _two_shards_of_one_task_set()
+    loaded = []
+    for order in (shards, shards[::-1]):
+        db = str(tmp_path / f"store-{len(loaded)}.duckdb")
+        for manifest in order:  # one shard at a time, in this order
+            folder = tmp_path / f"one-{len(loaded)}-{manifest.stem}" / manifest.parent.name
+            folder.mkdir(parents=True)
+            for part in manifest.parent.glob(manifest.stem + ".*"):
+                shutil.copy(part, folder)
+            load_shards(db, folder.parent, progress=lambda _: None)
+        loaded.append(load_dataset(db, DataSpec(hardware=(shards[0].parent.name,))))
+    first, second = loaded
+    assert not np.array_equal(first.candidate_id, second.candidate_id)  # ids did differ
+    assert np.array_equal(first.latency, second.latency)
+    assert np.array_equal(first.group_workload[first.group], second.group_workload[second.group])
+    assert first.fingerprint() == second.fingerprint()
+
+
 def test_dataset_filters_by_network(seed_data, seed_store):
     mlp = load_dataset(seed_store, DataSpec(hardware=seed_data.hardware_names, networks=("mlp",)))
     assert 0 < len(mlp) < len(seed_data)
