@@ -11,6 +11,11 @@ within a task on the validation rows (the training rows without them), so that n
 outweighs the others by the size of its numbers; the bag's score is their sum. A scale fixed
 at training time, not per call: MetaSchedule ranks one task's candidates over many calls, and
 scores must compare across them. Members are saved as ordinary artifacts in member-<i>/.
+
+`others` adds members of other families after those, each {"family", "params", "weight"}: a
+blend, such as MetaSchedule's XGB beside lgbm members (it ranks channel-blocked tasks and the
+Xeons' held-out rows as well as the bag, and the Zen CPUs' worse: docs/cost-models.md). Each is
+scaled like the rest and counts `weight` (default 1) where a same-family member counts 1.
 """
 
 from __future__ import annotations
@@ -34,17 +39,42 @@ class BaggedConfig(ModelConfig):
     family: str = "lgbm"
     members: int = 5
     member_params: dict[str, Any] = field(default_factory=dict)
+    others: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.members < 1:
             raise TenforgeError(f"a bag needs at least 1 member, not {self.members}")
-        if self.family == BaggedCostModel.kind:
-            raise TenforgeError("a bag's members cannot be bags; name a family such as lgbm")
-        clash = {"seed", "loss", "hardware_features"} & set(self.member_params)
-        if clash:
-            raise TenforgeError(f"member_params cannot set {', '.join(sorted(clash))}: the "
-                                "bag's own settings apply to every member")
+        object.__setattr__(self, "others", tuple(_other(o) for o in self.others))
+        for family, params in [(self.family, self.member_params),
+                               *((o["family"], o["params"]) for o in self.others)]:
+            if family == BaggedCostModel.kind:
+                raise TenforgeError("a bag's members cannot be bags; name a family such as lgbm")
+            clash = {"seed", "loss", "hardware_features"} & set(params)
+            if clash:
+                raise TenforgeError(f"a member's params cannot set {', '.join(sorted(clash))}: "
+                                    "the bag's own settings apply to every member")
+
+    def member_families(self) -> list[str]:
+        return [self.family] * self.members + [o["family"] for o in self.others]
+
+    def member_weights(self) -> list[float]:
+        return [1.0] * self.members + [o["weight"] for o in self.others]
+
+
+def _other(spec: Any) -> dict[str, Any]:
+    """One `others` entry, checked: {"family": str, "params": dict, "weight": number > 0}."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("family"), str) \
+            or set(spec) - {"family", "params", "weight"}:
+        raise TenforgeError(f"a bag's other member {spec!r} must be "
+                            '{"family": NAME, "params": {...}, "weight": W} (params and weight '
+                            "optional)")
+    weight = spec.get("weight", 1.0)
+    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight <= 0:
+        raise TenforgeError(f"a bag's other member {spec['family']} has weight {weight!r}; "
+                            "give a number above 0")
+    return {"family": spec["family"], "params": dict(spec.get("params") or {}),
+            "weight": float(weight)}
 
 
 def within_task_spread(scores: np.ndarray, group: np.ndarray) -> float:
@@ -63,11 +93,13 @@ class BaggedCostModel(CostModel):
         super().__init__(config, **params)
         self.members: list[CostModel] = []
         self.scales: list[float] = []
-        # a member made now refuses bad member_params before any training, and says what the
-        # bag is: its fine-tuning strategies (each member fine-tuned alike) and its inputs
-        probe = self._new_member(0)
-        self.STRATEGIES = probe.STRATEGIES
-        self._takes_traces = probe.takes_traces
+        # members made now refuse bad params before any training, and say what the bag is:
+        # the fine-tuning strategies they all have (each member fine-tuned alike), its inputs
+        total = len(self.config.member_families())
+        probes = [self._new_member(i) for i in [0, *range(self.config.members, total)]]
+        self.STRATEGIES = tuple(s for s in probes[0].STRATEGIES
+                                if all(s in p.STRATEGIES for p in probes))
+        self._takes_traces = any(p.takes_traces for p in probes)
 
     @property
     def takes_traces(self) -> bool:
@@ -77,11 +109,14 @@ class BaggedCostModel(CostModel):
         from models.registry import create_model
 
         c = self.config
-        return create_model(c.family, **c.member_params, seed=c.seed + index, loss=c.loss,
+        family, params = ((c.family, c.member_params) if index < c.members else
+                          (c.others[index - c.members]["family"],
+                           c.others[index - c.members]["params"]))
+        return create_model(family, **params, seed=c.seed + index, loss=c.loss,
                             hardware_features=c.hardware_features)
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        self.members = [self._new_member(i) for i in range(self.config.members)]
+        self.members = [self._new_member(i) for i in range(len(self.config.member_families()))]
         infos = [member.fit(train, valid) for member in self.members]  # report: see below
         self._set_scales(valid if valid is not None else train)
         # Optuna prunes on one curve; a bag's members each have their own, so it reports once
@@ -100,8 +135,8 @@ class BaggedCostModel(CostModel):
                        for member in self.members]
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        return sum(member.predict(data) / scale
-                   for member, scale in zip(self.members, self.scales))
+        return sum(weight * member.predict(data) / scale for member, scale, weight
+                   in zip(self.members, self.scales, self.config.member_weights()))
 
     def _save_weights(self, path: Path) -> None:
         for i, member in enumerate(self.members):
@@ -111,11 +146,12 @@ class BaggedCostModel(CostModel):
     def _load_weights(self, path: Path) -> None:
         from models.registry import load_model
 
-        self.members = [load_model(path / f"member-{i}") for i in range(self.config.members)]
-        for i, member in enumerate(self.members):
-            if member.kind != self.config.family:
+        families = self.config.member_families()
+        self.members = [load_model(path / f"member-{i}") for i in range(len(families))]
+        for i, (member, family) in enumerate(zip(self.members, families)):
+            if member.kind != family:
                 raise TenforgeError(f"{path}/member-{i} is a {member.kind} model; this bag "
-                                    f"holds {self.config.family}")
+                                    f"holds {family} there")
         self.scales = [float(s) for s in json.loads((path / SCALES_FILE).read_text())["scales"]]
         if len(self.scales) != len(self.members):
             raise TenforgeError(f"{path}/{SCALES_FILE} has {len(self.scales)} scales for "

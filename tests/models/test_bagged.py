@@ -37,6 +37,21 @@ def test_a_bag_fine_tunes_every_member_and_keeps_it_through_save_and_load(tmp_pa
         bag.fine_tune(VALID, strategy="head")
 
 
+def test_other_families_join_the_bag_scaled_and_weighted_and_come_back_from_disk(tmp_path):
+    bag = create_model("bagged", family="lgbm", members=2, member_params={"n_estimators": 20},
+                       others=[{"family": "xgb", "params": {"n_estimators": 10}, "weight": 2}])
+    bag.fit(TRAIN, VALID)
+    assert [m.kind for m in bag.members] == ["lgbm", "lgbm", "xgb"]
+    assert bag.members[2].config.n_estimators == 10 and bag.members[2].config.seed == 2
+    expected = sum(w * m.predict(TRAIN) / s
+                   for m, s, w in zip(bag.members, bag.scales, [1, 1, 2]))
+    np.testing.assert_allclose(bag.predict(TRAIN), expected)
+    assert bag.STRATEGIES == ("full",)  # what every member can do
+    bag.save(tmp_path / "blend")
+    np.testing.assert_array_equal(load_model(tmp_path / "blend").predict(VALID),
+                                  bag.predict(VALID))
+
+
 def test_the_spread_of_a_constant_model_scales_by_one():
     assert within_task_spread(np.zeros(6), np.array([0, 0, 0, 1, 1, 1])) == 1.0
 
@@ -45,6 +60,11 @@ def test_the_spread_of_a_constant_model_scales_by_one():
     ({"members": 0}, "at least 1 member"),
     ({"family": "bagged"}, "cannot be bags"),
     ({"member_params": {"seed": 3}}, "cannot set seed"),
+    ({"others": [{"family": "xgb", "params": {"loss": "rank"}}]}, "cannot set loss"),
+    ({"others": [{"family": "xgb", "weight": 0}]}, "weight 0; give a number above 0"),
+    ({"others": [{"family": "xgb", "depth": 3}]}, "must be"),
+    ({"others": [{"family": "bagged"}]}, "cannot be bags"),
+    ({"others": [{"family": "xgb", "params": {"depth": 3}}]}, "xgb has no hyperparameter depth"),
     ({"member_params": {"depth": 3}}, "lgbm has no hyperparameter depth"),
     ({"family": "gbdt"}, "unknown model kind 'gbdt'"),
 ])
