@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from bench._faults_common import PROFILE, ROOT, cli
@@ -136,16 +137,27 @@ def kill_during_trials(db: str, kills: int, trials: int, rng: random.Random,
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         start = time.monotonic()
-        while proc.poll() is None and not set(running_trials(db)) - stale \
-                and time.monotonic() - start < 600:
-            time.sleep(0.5)
-        time.sleep(rng.uniform(0.0, 2.0))  # somewhere inside the trial
         outcome = "finished before the kill"
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        offset = rng.uniform(0.0, 2.0)  # somewhere inside the trial
+        while proc.poll() is None and time.monotonic() - start < 600:
+            if not set(running_trials(db)) - stale:
+                time.sleep(0.2)
+                continue
+            time.sleep(offset)
+            # Frozen, the journal says whether a trial is still running: a kill only where one
+            # is. A trial shorter than the offset (an MLP stopping early: 0.8-2.3 s) has ended;
+            # then the next one is killed as soon as it is seen.
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGSTOP)
             inside = sorted(set(running_trials(db)) - stale)
-            landed += bool(inside)
-            outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) {inside}"
+            if inside:
+                os.killpg(proc.pid, signal.SIGKILL)
+                landed += 1
+                outcome = f"killed {time.monotonic() - start:.1f} s in, during trial(s) {inside}"
+                break
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)
+            offset = 0.0
         proc.wait()
         print(f"search kill {number}/{kills}: {outcome}", flush=True)
     final = cli(*search_args(db, trials, hardware))
