@@ -57,11 +57,10 @@ class BaggedConfig(ModelConfig):
                 raise TenforgeError(f"a member's params cannot set {', '.join(sorted(clash))}: "
                                     "the bag's own settings apply to every member")
 
-    def member_families(self) -> list[str]:
-        return [self.family] * self.members + [o["family"] for o in self.others]
-
-    def member_weights(self) -> list[float]:
-        return [1.0] * self.members + [o["weight"] for o in self.others]
+    def member_specs(self) -> list[tuple[str, dict[str, Any], float]]:
+        """(family, params, weight) of each member, in member order."""
+        return ([(self.family, self.member_params, 1.0)] * self.members
+                + [(o["family"], o["params"], o["weight"]) for o in self.others])
 
 
 def _other(spec: Any) -> dict[str, Any]:
@@ -97,7 +96,7 @@ class BaggedCostModel(CostModel):
         self.scales: list[float] = []
         # members made now refuse bad params before any training, and say what the bag is:
         # the fine-tuning strategies they all have (each member fine-tuned alike), its inputs
-        total = len(self.config.member_families())
+        total = len(self.config.member_specs())
         probes = [self._new_member(i) for i in [0, *range(self.config.members, total)]]
         self.STRATEGIES = tuple(s for s in probes[0].STRATEGIES
                                 if all(s in p.STRATEGIES for p in probes))
@@ -111,14 +110,12 @@ class BaggedCostModel(CostModel):
         from models.registry import create_model
 
         c = self.config
-        family, params = ((c.family, c.member_params) if index < c.members else
-                          (c.others[index - c.members]["family"],
-                           c.others[index - c.members]["params"]))
+        family, params, _ = c.member_specs()[index]
         return create_model(family, **params, seed=c.seed + index, loss=c.loss,
                             hardware_features=c.hardware_features)
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        self.members = [self._new_member(i) for i in range(len(self.config.member_families()))]
+        self.members = [self._new_member(i) for i in range(len(self.config.member_specs()))]
         infos = [member.fit(train, valid) for member in self.members]  # report: see below
         self._set_scales(valid if valid is not None else train)
         # Optuna prunes on one curve; a bag's members each have their own, so it reports once
@@ -137,8 +134,8 @@ class BaggedCostModel(CostModel):
                        for member in self.members]
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        return sum(weight * member.predict(data) / scale for member, scale, weight
-                   in zip(self.members, self.scales, self.config.member_weights()))
+        return sum(weight * member.predict(data) / scale for member, scale, (_, _, weight)
+                   in zip(self.members, self.scales, self.config.member_specs()))
 
     def _save_weights(self, path: Path) -> None:
         for i, member in enumerate(self.members):
@@ -148,7 +145,7 @@ class BaggedCostModel(CostModel):
     def _load_weights(self, path: Path) -> None:
         from models.registry import load_model
 
-        families = self.config.member_families()
+        families = [family for family, _, _ in self.config.member_specs()]
         self.members = [load_model(path / f"member-{i}") for i in range(len(families))]
         for i, (member, family) in enumerate(zip(self.members, families)):
             if member.kind != family:

@@ -4,32 +4,24 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from bench._data import scratch_dir  # removed when the test process exits
 from tenforge.cli import bootstrap
 
 bootstrap()
 
 
-def _temp_home(prefix: str) -> str:
-    """A Prefect home for one process, removed when the test process exits."""
-    folder = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
-
-
 # One Prefect home per test process (each pytest-xdist worker is one): the flows the tests run
 # start Prefect's ephemeral API on its SQLite file, and two workers must not share one. It also
 # leaves the developer's ~/.prefect alone.
-os.environ["PREFECT_HOME"] = _temp_home(
-    f"tenforge-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ["PREFECT_HOME"] = str(scratch_dir(
+    f"prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"))
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET = {"kind": "llvm", "num-cores": 1}
 
@@ -68,7 +60,7 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None,
     run_env = {**os.environ, **(env or {})}
     if ephemeral:  # its own Prefect home too: two servers on one SQLite file stall each other
         run_env.pop("PREFECT_API_URL", None)
-        run_env["PREFECT_HOME"] = _temp_home("tenforge-prefect-ephemeral-")
+        run_env["PREFECT_HOME"] = str(scratch_dir("prefect-ephemeral"))
     elif "PREFECT_API_URL" not in run_env:
         run_env["PREFECT_API_URL"] = shared_prefect_api()
     # its own session, so a timeout ends its workers too, after their stacks are written down
