@@ -12,6 +12,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            until --instant-minutes
   warm     the same model searching, after measuring its top --warm per task first (out of
            the same budget: the estimate exists within minutes, and the search starts there)
+  warm-focus  warm, then the gradient scheduler without its blind first pass over the tasks
+           the warm start measured (tasks.schedulers, focus): from the first batch on, the
+           search goes where the weighted latency is (warm's first pass, 483 trials and ~420 s
+           on the Xeon's resnet18, recorded nothing and capped its speedup near 2x)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -78,6 +82,7 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "ms-xgb-nchw16c", "lean-nchw16c", "instant-share-nchw16c",
             # the Zen 3's best resnet18 variant (warm: 4.32x in one seed), on AVX-512's block
             "warm-nchw16c",
+            "warm-focus", "warm-focus-nchw8c", "warm-focus-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -209,6 +214,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "population": args.samples if instant else None,
         "instant_top": args.top if instant else None,
         "warm_start": args.warm if variant.startswith("warm") else None,
+        "warm_focus": variant.startswith("warm-focus"),
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
     }
 
@@ -268,6 +274,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_budget": args.instant_trials if share else args.trials,
         "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": settings["warm_start"],
+        "warm_focus": settings["warm_focus"],
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

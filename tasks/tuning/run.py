@@ -96,7 +96,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  on_trials: Callable[[int], None] | None = None,
                  instant_top: int | None = None,
                  search_threads: int | None = None,
-                 warm_start: int | None = None, graph: str = "exported") -> TuningResult:
+                 warm_start: int | None = None, warm_focus: bool = False,
+                 graph: str = "exported") -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -113,7 +114,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     the model's top `warm_start` of INSTANT_SAMPLES ranked candidates per task, as instant
     tuning does, out of the same trial budget. Every task then has a measured schedule within
     minutes (the estimate exists from there), and the search starts from those records, which
-    MetaSchedule's evolutionary search seeds its population with.
+    MetaSchedule's evolutionary search seeds its population with. `warm_focus`: the gradient
+    scheduler then skips its blind first pass over the tasks the warm start measured
+    (tasks.schedulers, focus).
     `graph` is how the network is prepared before it is split (core.graphs.GRAPHS).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
@@ -214,7 +217,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                   measure_callbacks=[
                                       *ms.measure_callback.MeasureCallback.create("default"),
                                       recorder(log)],
-                                  task_scheduler=create_scheduler(scheduler, log, seed))
+                                  task_scheduler=create_scheduler(
+                                      scheduler, log, seed,
+                                      focus=bool(warm_start) and warm_focus))
             # a search cut short (deadline, error) may leave tasks unmeasured: they would keep
             # TVM's default schedules; the model (MetaSchedule's XGB: a sample) picks theirs
             try:

@@ -175,6 +175,33 @@ def test_every_scheduler_survives_tasks_that_run_out_of_candidates(scheduler, tm
     assert len(batches) == n_tasks and log.trials == 4 * n_tasks
 
 
+@pytest.mark.parametrize("focus", [False, True])
+def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(focus, tmp_path):
+    """Tasks 0-3 were warm-started (task 2 weighs 10x), task 4's warm picks all failed. Three
+    batches: MetaSchedule's blind pass gives them to tasks 0, 1, 2 in order; focused, the
+    unmeasured task 4 gets its first batch and the gradient rule sends the rest to task 2."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tasks.schedulers import create_scheduler
+    from tasks.tuning.log import recorder as _recorder
+    from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
+
+    weights = [1.0, 1.0, 10.0, 1.0, 1.0]
+    log = TuningLog([f"matmul_{i}" for i in range(5)], weights, budget=10_000,
+                    report=lambda _: None)
+    for task in range(4):  # the warm start's one measured pick per task
+        log.add(task, [[1e-3]])
+    log.add(4, [None])
+    warm = list(log.context_trials)
+    ms.tune_tasks(tasks=matmul_contexts(5), task_weights=weights, work_dir=str(tmp_path),
+                  max_trials_global=12, num_trials_per_iter=4, builder=fake_builder(),
+                  runner=fake_runner(0.0, []), database=ms.database.MemoryDatabase(),
+                  cost_model="random", measure_callbacks=[_recorder(log)],
+                  task_scheduler=create_scheduler("gradient", log, seed=0, focus=focus))
+    searched = [after - before for after, before in zip(log.context_trials, warm)]
+    assert searched == ([0, 0, 8, 0, 4] if focus else [4, 4, 4, 0, 0])
+
+
 def test_a_search_that_crashes_ends_the_search_not_the_run():
     from tasks.tuning.log import survive_search_errors
 
