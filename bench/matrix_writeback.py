@@ -38,7 +38,8 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
             "trials": cell["trials_budget"], "minutes": cell["minutes"],
             "cost_model": model.get("model_id", "metaschedule-xgb"),
             "scheduler": "instant" if cell["variant"].startswith("instant") else "gradient",
-            "warm_start": cell.get("warm_start"), "graph": cell.get("graph", "exported"),
+            "warm_start": cell.get("warm_start"), "warm_focus": cell.get("warm_focus"),
+            "graph": cell.get("graph", "exported"),
             "trials_per_round": cell.get("trials_per_round"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}

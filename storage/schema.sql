@@ -193,7 +193,8 @@ CREATE TABLE tuning_runs (
     warm_start          INTEGER,              -- model-ranked candidates measured per task first
     graph               VARCHAR DEFAULT 'exported',  -- how the network was prepared (GRAPHS)
     trials_per_round    INTEGER,              -- asked per turn of a task (NULL: the default)
-    tasks_filled        INTEGER               -- unmeasured by the search, given the model's pick
+    tasks_filled        INTEGER,              -- unmeasured by the search, given the model's pick
+    warm_focus          BOOLEAN               -- a warm start's search skipped the blind pass
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -212,6 +212,10 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert search_settings("learned", args)["trials_per_iter"] is None  # tuning's default
     assert search_settings("warm", args)["warm_start"] == 3
     assert search_settings("warm-nchw16c", args)["warm_start"] == 3
+    # warm keeps the blind first pass its cells were run with; warm-focus skips it
+    assert search_settings("warm-nchw16c", args)["warm_focus"] is False
+    focus = search_settings("warm-focus-nchw16c", args)
+    assert focus["warm_focus"] is True and focus["warm_start"] == 3
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes

@@ -342,6 +342,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
         "top 2, then search" in said
     newest = _tuning_rows(db)[-1]
     assert newest["cost_model"] == model_id and newest["warm_start"] == 2
+    assert newest["warm_focus"] is True  # the search skipped the blind pass (the default)
     # MetaSchedule's last round may overshoot the budget by part of a batch
     assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
     tasks = newest["tasks_tuned"]
