@@ -16,6 +16,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            the warm start measured (tasks.schedulers, focus): from the first batch on, the
            search goes where the weighted latency is (warm's first pass, 483 trials and ~420 s
            on the Xeon's resnet18, recorded nothing and capped its speedup near 2x)
+  warm-focus-pop4  warm-focus with an evolutionary population of 4x the round's batch instead
+           of 8x: half the candidates replayed and ranked a round (the model's PerStoreFeature
+           extraction was about half of a focus cell's search, py-spy on the Zen 5)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -83,6 +86,7 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             # the Zen 3's best resnet18 variant (warm: 4.32x in one seed), on AVX-512's block
             "warm-nchw16c",
             "warm-focus", "warm-focus-nchw8c", "warm-focus-nchw16c",
+            "warm-focus-pop4", "warm-focus-pop4-nchw8c", "warm-focus-pop4-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -215,6 +219,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "instant_top": args.top if instant else None,
         "warm_start": args.warm if variant.startswith("warm") else None,
         "warm_focus": variant.startswith("warm-focus"),
+        "population_ratio": 4 if variant.startswith("warm-focus-pop4") else 8,
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
     }
 
@@ -275,6 +280,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "minutes": args.instant_minutes if share else args.minutes,
         "warm_start": settings["warm_start"],
         "warm_focus": settings["warm_focus"],
+        "population_ratio": settings["population_ratio"],
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

@@ -216,6 +216,9 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert search_settings("warm-nchw16c", args)["warm_focus"] is False
     focus = search_settings("warm-focus-nchw16c", args)
     assert focus["warm_focus"] is True and focus["warm_start"] == 3
+    assert focus["population_ratio"] == 8  # MetaSchedule's ratio, as every other variant
+    narrow = search_settings("warm-focus-pop4-nchw16c", args)
+    assert narrow["population_ratio"] == 4 and narrow["warm_focus"] is True
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes

@@ -18,16 +18,18 @@ def round_batch(trials: int, contexts: int) -> int:
     return max(4, min(64, trials // (2 * max(contexts, 1))))
 
 
-def search_population(batch: int) -> int:
+def search_population(batch: int, ratio: int = 8) -> int:
     """The evolutionary search's population for rounds that measure `batch` candidates:
-    8x the batch (MetaSchedule's own ratio: 512 for 64), 64 to 256.
+    `ratio` x the batch (8: MetaSchedule's own ratio, 512 for 64), 64 to 256.
 
     Why not always 256: a round's search cost grows with the population (it samples ~0.8x and
     mutates and ranks 4x the population), its use with the batch. Measured on resnet18, 192
     trials (16 a round), 2 cores (bench/throughput.py, docs/tuning-results.md): population 256
     tuned at 34 trials/min, 128 at 64/min (the collect path measures 83/min), and reached the
-    same estimated latency. At 64 a round (budgets of ~800+ trials on a ResNet) it stays 256."""
-    return max(64, min(256, 8 * batch))
+    same estimated latency. At 64 a round (budgets of ~800+ trials on a ResNet) it stays 256.
+    A smaller `ratio` makes a round cheaper still: half of a learned model's search is the
+    PerStoreFeature extraction of the population it ranks (docs/tuning-results.md)."""
+    return max(64, min(256, ratio * batch))
 
 
 def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path,

@@ -91,7 +91,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
                  trials_per_iter: int | None = None, population: int | None = None,
-                 seed: int = 0,
+                 population_ratio: int = 8, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  constraints: bool = True, report: Callable[[str], None] = print,
                  on_trials: Callable[[int], None] | None = None,
@@ -102,9 +102,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
-    `population` to 8x that (tuning.contexts.search_population). A pre-trained model needs
-    fewer per turn: with 8, resnet18's first estimate came after 218 s instead of 635 s
-    (docs/tuning-results.md, the lean cells).
+    `population` to `population_ratio` x that (tuning.contexts.search_population). A
+    pre-trained model needs fewer per turn: with 8, resnet18's first estimate came after 218 s
+    instead of 635 s (docs/tuning-results.md, the lean cells).
     `constraints` applies tasks.constraints' rules (drop hopeless candidates unmeasured).
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks, 2 to 8) out of `population` ranked by the model, then the rest of `trials`
@@ -157,7 +157,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         population = population or INSTANT_SAMPLES
     else:  # the rounds' batch as the tasks give it (the dual scheduler splits tasks further)
         population = population or search_population(
-            trials_per_iter or round_batch(trials, len(chosen)))
+            trials_per_iter or round_batch(trials, len(chosen)), population_ratio)
     rules = rules_for(profile) if constraints and not instant else []
     contexts: list[Any] = []
     if not instant:

@@ -37,6 +37,7 @@ def test_the_population_follows_the_rounds_batch_within_bounds():
     assert round_batch(192, 6) == 16 and search_population(16) == 128  # bench/throughput.py
     assert round_batch(2000, 6) == 64 and search_population(64) == 256  # large budgets: as before
     assert round_batch(8, 2) == 4 and search_population(4) == 64  # never below 64
+    assert search_population(23, ratio=4) == 92 and search_population(64, ratio=4) == 256
     assert round_batch(1, 50) == 4  # a round measures at least 4
 
 
