@@ -32,8 +32,16 @@ def test_a_shipped_model_loads_and_its_lineage_names_its_data():
     assert lineage["shipped"] and lineage["tvm_version"] and lineage["command"]
     held = set(lineage["split"]["holdout"])
     assert held and not held & set(lineage["trained_networks"])
-    for shard in lineage["shards"]:  # the very files that trained it
-        manifest = json.loads((SEED_DIR / shard["shard"]).read_text())
+    # the very files that trained it; one that left the capped seed since (to make room for a
+    # new CPU) stays in git history and docs/seed-dataset.md names it
+    datasheet = (SEED_DIR.parents[1] / "docs" / "seed-dataset.md").read_text()
+    for shard in lineage["shards"]:
+        path = SEED_DIR / shard["shard"]
+        if not path.exists():
+            assert path.name.removesuffix(".json") in datasheet, \
+                f"{shard['shard']} trained the shipped model, is gone and is not named"
+            continue
+        manifest = json.loads(path.read_text())
         assert manifest["files"] == shard["files"]
     weights = [p for p in newest.path.rglob("*") if p.is_file()]  # a bag's members in folders
     assert sum(p.stat().st_size for p in weights) < 8 * 2**20  # a few MB at most
