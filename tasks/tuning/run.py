@@ -118,7 +118,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     MetaSchedule's evolutionary search seeds its population with. `warm_focus` (default): the
     gradient scheduler then skips its blind first pass over the tasks the warm start measured
     (tasks.schedulers, focus); on the Xeon's resnet18 that took the search-time speedup to
-    XGB's final from 2.07x to 2.5x and ended 9-15% lower (docs/tuning-results.md).
+    XGB's final from 2.07x to 3.05x (median of 3 seeds) and ended lower (docs/tuning-results.md).
     `graph` is how the network is prepared before it is split (core.graphs.GRAPHS).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
