@@ -13,12 +13,22 @@ profile this bench:
    estimated latency reached (is the faster search as good?), at the end and after the
    shortest run's search time (the same wall time for every run).
 
-A variant is `t<threads>:p<population>`, threads a number or `all` (every core this process
-may use), e.g. `t1:p256` (the search before issue 15: one thread, population 256).
+A variant is `t<threads>:p<population>[:nocache]`, threads a number or `all` (every core this
+process may use), e.g. `t1:p256` (the search before issue 15: one thread, population 256);
+`nocache` extracts every ranked candidate's features anew instead of reusing those of programs
+ranked before (models/feature_cache.py; a learned `--cost-model` only). The column "searching s"
+is the search's wall time outside building and running candidates: what the cache cuts;
+"search CPU s" the CPU time of the tuning process over the search (builds and runs are in
+worker processes), which other load on the machine and a SIGSTOP pause leave alone.
 
     .venv/bin/python bench/throughput.py [--network resnet18] [--hardware local]
         [--trials 128] [--collect 4] [--variants t1:p256,tall:p256,tall:p128]
         [--seeds 0,1] [--cost-model metaschedule-xgb|shipped]
+
+What the feature cache saves, side by side (docs/tuning-results.md, 2026-11-25):
+
+    .venv/bin/python bench/throughput.py --hardware local-1t --trials 300 --collect 2 \
+        --variants t1:p120,t1:p120:nocache --seeds 0,1 --cost-model shipped
 """
 
 from __future__ import annotations
@@ -47,15 +57,16 @@ from tasks.workloads import extract_network_tasks  # noqa: E402
 FLOPS_SHARE = 0.9  # the retune default: the same tasks in both paths
 
 
-def parse_variant(text: str) -> tuple[int, int]:
-    """`t<threads|all>:p<population>` -> (threads, population)."""
+def parse_variant(text: str) -> tuple[int, int, bool]:
+    """`t<threads|all>:p<population>[:nocache]` -> (threads, population, feature cache)."""
     try:
-        threads, population = text.split(":")
-        assert threads[0] == "t" and population[0] == "p"
+        threads, population, *rest = text.split(":")
+        assert threads[0] == "t" and population[0] == "p" and rest in ([], ["nocache"])
         return (usable_cores() if threads[1:] == "all" else int(threads[1:]),
-                int(population[1:]))
+                int(population[1:]), not rest)
     except (ValueError, AssertionError, IndexError):
-        sys.exit(f"bad variant {text!r}: expected t<threads|all>:p<population>, e.g. tall:p256")
+        sys.exit(f"bad variant {text!r}: expected t<threads|all>:p<population>[:nocache], "
+                 "e.g. tall:p256")
 
 
 def collect_rate(network: str, profile, db: str, per_task: int, seed: int) -> dict:
@@ -110,19 +121,25 @@ def main() -> None:
           "sampling)", flush=True)
 
     rows, per_variant, results = [], {}, []
-    for label, threads, population in variants:
-        for seed in seeds:
+    for seed in seeds:  # seed-major: a drift of the machine hits every variant alike
+        for label, threads, population, cache in variants:
             result = tune_network(args.network, profile, work / f"{label}-{seed}".replace(":", ""),
                                   args.trials, cost_model=model, population=population,
                                   seed=seed, flops_share=FLOPS_SHARE, search_threads=threads,
-                                  report=lambda line: None)
+                                  feature_cache=cache, report=lambda line: None)
             per_min = 60 * result.trials / result.search_s
-            per_variant.setdefault(label, []).append((per_min, result.estimated_s))
+            per_variant.setdefault(label, []).append(
+                (per_min, result.estimated_s, result.search_cpu_s))
             results.append(result)
+            reused = result.feature_cache or {}
             rows.append((label, seed, result.trials, round(result.search_s, 1),
                          round(result.measure_s, 1),
+                         round(result.search_s - result.measure_s, 1),
+                         round(result.search_cpu_s, 1),
                          f"{result.measure_s / result.search_s:.0%}", round(per_min, 1),
                          f"{per_min / rate:.0%}",
+                         f"{reused['hits'] / (reused['hits'] + reused['misses']):.0%}"
+                         if reused.get("misses") else "-",
                          round(result.estimated_s * 1e3, 3) if result.estimated_s else "-"))
             print(f"{label} seed {seed}: {result.trials} trials in {result.search_s:.0f} s "
                   f"({per_min:.1f}/min, {per_min / rate:.0%} of collect), est. "
@@ -134,17 +151,21 @@ def main() -> None:
     print()
     print(f"collect path: {rate} candidates/min ({collected['measured']} candidates, "
           f"{args.collect} per task)")
-    print(format_table(["variant", "seed", "trials", "search s", "measuring s", "measuring",
-                        "trials/min", "vs collect", "est. ms",
+    print(format_table(["variant", "seed", "trials", "search s", "measuring s", "searching s",
+                        "search CPU s",
+                        "measuring", "trials/min", "vs collect", "features reused", "est. ms",
                         f"est. ms at {same_time:.0f} s"], rows))
     print()
-    print(format_table(
-        ["variant", "median trials/min", "vs collect", "median est. ms", "est. ms spread"],
-        [(label, round(statistics.median(r for r, _ in runs), 1),
-          f"{statistics.median(r for r, _ in runs) / rate:.0%}",
-          round(statistics.median(e for _, e in runs if e) * 1e3, 3),
-          f"{min(e for _, e in runs if e) * 1e3:.3f}-{max(e for _, e in runs if e) * 1e3:.3f}")
-         for label, runs in per_variant.items()]))
+    summary = []
+    for label, runs in per_variant.items():
+        per_min = statistics.median(r for r, _, _ in runs)
+        est_ms = [e * 1e3 for _, e, _ in runs if e]
+        summary.append((label, round(per_min, 1), f"{per_min / rate:.0%}",
+                        round(statistics.median(s for _, _, s in runs), 1),
+                        round(statistics.median(est_ms), 3),
+                        f"{min(est_ms):.3f}-{max(est_ms):.3f}"))
+    print(format_table(["variant", "median trials/min", "vs collect", "median search CPU s",
+                        "median est. ms", "est. ms spread"], summary))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 MetaSchedule asks `predict(context, candidates)` to rank the schedules its evolutionary search
 made, and calls `update(context, candidates, results)` with measured ones. The adapter extracts
 the same per-store features tenforge trains on (PerStoreFeature, 164-d, no workload part), scores
-them with the model (higher = faster, as MetaSchedule expects), and on updates collects the new
+them with the model (higher = faster, as MetaSchedule expects; features of a program it has
+ranked before come from models/feature_cache.py), and on updates collects the new
 measurements per task; every `refit_every` new ones it fine-tunes a copy of the loaded model on
 everything seen so far (strategy `full` where the family supports it, else `residual`), so
 the search learns the target as it goes. The loaded artifact is never modified.
@@ -22,6 +23,7 @@ import numpy as np
 
 from models.base import CostModel
 from models.dataset import dataset_from_features
+from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
 from models.registry import load_model
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
@@ -126,9 +128,12 @@ class LearnedCostModel:
 
 
 def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 64,
-                       strategy: str | None = None):
+                       strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
-    hardware profile `profile` (its name and feature vector go with every candidate)."""
+    hardware profile `profile` (its name and feature vector go with every candidate).
+    `cache_bytes` bounds the features kept of candidates ranked before (0: extract always)."""
+    import tvm_ffi
+
     from core.tvm_env import load_tvm
 
     load_tvm(profile.target)
@@ -141,9 +146,19 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
                              np.array(profile.feature_vector(), np.float32), refit_every,
                              strategy)
     extractor = PerStoreFeature(extract_workload=False)
+    cache = FeatureCache(cache_bytes) if cache_bytes else None
 
     def features(context, candidates) -> list[np.ndarray]:
-        return [f.numpy().astype(np.float32) for f in extractor.extract_from(context, candidates)]
+        def extract(indices: list[int]) -> list[np.ndarray]:
+            chosen = [candidates[i] for i in indices]
+            return [f.numpy().astype(np.float32)
+                    for f in extractor.extract_from(context, chosen)]
+
+        if cache is None:
+            return extract(list(range(len(candidates))))
+        # the scheduled module decides the features (one target per search); its hash is cheap
+        keys = [tvm_ffi.structural_hash(c.sch.mod) for c in candidates]
+        return cache.features(keys, extract)
 
     def traces(candidates) -> np.ndarray | None:
         if not logic.takes_traces:
@@ -171,4 +186,5 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable
+    cost_model.feature_cache = cache  # and how many extractions it saved (None: no cache)
     return cost_model

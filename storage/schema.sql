@@ -194,7 +194,10 @@ CREATE TABLE tuning_runs (
     graph               VARCHAR DEFAULT 'exported',  -- how the network was prepared (GRAPHS)
     trials_per_round    INTEGER,              -- asked per turn of a task (NULL: the default)
     tasks_filled        INTEGER,              -- unmeasured by the search, given the model's pick
-    warm_focus          BOOLEAN               -- a warm start's search skipped the blind pass
+    warm_focus          BOOLEAN,              -- a warm start's search skipped the blind pass
+    search_cpu_s        DOUBLE,               -- this process's CPU seconds over search_s
+    features_reused     BIGINT,               -- ranked candidates' features from the cache
+    features_extracted  BIGINT                -- and extracted (NULL: MetaSchedule's XGB)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -6,7 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.tuning_matrix import best_within, reach, shared_tasks, speedups, step_curve
+from bench.tuning_matrix import (
+    best_within,
+    pooled_speedups,
+    reach,
+    shared_tasks,
+    speedups,
+    step_curve,
+)
 from tasks.tuning.log import CurvePoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +54,22 @@ def test_speedup_is_against_the_baselines_best_within_its_budget_same_seed():
     # learned model at 50 s, instant never
     near = speedups([base, fast, never], slack=1.25)
     assert near[("net", "learned", 0)] == (12.0, 6.0) and near[("net", "instant", 0)][0] is None
+
+
+def test_a_weak_baseline_seed_cannot_make_a_big_pooled_speedup():
+    # XGB's three seeds end at 5, 6 and 9 ms: their median final is 6 ms, which seeds 0 and
+    # 1 reach at 500 and 700 s and seed 2 never: the baseline's time is 700 s
+    bases = [cell("ms-xgb", 0, [[10, 100.0, 9.0], [50, 500.0, 5.0]]),
+             cell("ms-xgb", 1, [[10, 100.0, 9.0], [70, 700.0, 6.0]]),
+             cell("ms-xgb", 2, [[10, 100.0, 9.5], [90, 900.0, 9.0]])]
+    learned = [cell("learned", 2, [[10, 70.0, 6.0]]), cell("learned", 0, [[10, 50.0, 7.0]])]
+    paired, pooled = speedups(bases + learned), pooled_speedups(bases + learned)
+    # paired with its own weak seed (9 ms at 900 s), seed 2 would claim 900 / 70
+    assert round(paired[("net", "learned", 2)][0], 2) == 12.86
+    assert pooled[("net", "learned", 2)] == 10.0  # 700 s / 70 s to 6 ms
+    assert pooled[("net", "learned", 0)] is None  # never reached 6 ms
+    assert pooled[("net", "ms-xgb", 2)] is None and pooled[("net", "ms-xgb", 1)] == 1.0
+    assert pooled_speedups([cell("learned", 0, [[10, 1.0, 1.0]])]) == {}  # no baseline
 
 
 def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):

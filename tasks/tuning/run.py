@@ -52,6 +52,11 @@ class TuningResult:
     trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
     tasks_filled: list[str] = field(default_factory=list)  # unmeasured by the search, picked after
     warm_focus: bool | None = None  # a warm start's search skipped the blind pass (None: no warm)
+    # CPU seconds of this process over search_s: the search's own work (candidates are built
+    # and run in worker processes); unlike search_s, blind to other load and to being paused
+    search_cpu_s: float | None = None
+    # a learned model's feature cache (models/feature_cache.py): hits, misses (None: none used)
+    feature_cache: dict[str, int] | None = None
 
     @property
     def speedup(self) -> float:
@@ -98,7 +103,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  instant_top: int | None = None,
                  search_threads: int | None = None,
                  warm_start: int | None = None, warm_focus: bool = True,
-                 graph: str = "exported") -> TuningResult:
+                 graph: str = "exported", feature_cache: bool = True) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -120,6 +125,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     (tasks.schedulers, focus); on the Xeon's resnet18 that took the search-time speedup to
     XGB's final from 2.07x to 3.05x (median of 3 seeds) and ended lower (docs/tuning-results.md).
     `graph` is how the network is prepared before it is split (core.graphs.GRAPHS).
+    `feature_cache`: a learned model reuses the features of programs it ranked before
+    (models/feature_cache.py); off only to measure what that saves (bench/throughput.py).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -177,14 +184,17 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                f"of {population}, on {search_threads} threads")
     model: Any = "xgb"
     if cost_model != "xgb" and not instant:
+        from models.feature_cache import DEFAULT_MAX_BYTES
         from models.ms_adapter import learned_cost_model
 
-        model = learned_cost_model(cost_model, profile)
+        model = learned_cost_model(cost_model, profile,
+                                   cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0)
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
+        cpu_started = time.process_time()
         log.deadline = log.started + 60 * minutes if minutes else None
         with stop_on_signals(log):
             with survive_search_errors(log):
@@ -234,6 +244,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                        "defaults")
                 filled = []
         search_s = time.monotonic() - log.started
+        search_cpu_s = time.process_time() - cpu_started
+        cache = getattr(model, "feature_cache", None)
+        if cache is not None and cache.hits + cache.misses:
+            report(f"features of {cache.hits} of {cache.hits + cache.misses} candidates ranked "
+                   "came from the feature cache (programs ranked before)")
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
                f"{search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
@@ -247,14 +262,15 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     result = TuningResult(
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
-        errors=log.errors, search_s=search_s, measure_s=log.measure_s,
+        errors=log.errors, search_s=search_s, measure_s=log.measure_s, search_cpu_s=search_cpu_s,
         search_threads=search_threads, population=population, stop_reason=log.final_reason(),
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
         rejected_by_rules=log.rejected_by_rules,
         trials_per_round=None if instant else trials_per_iter, tasks_filled=filled,
-        warm_focus=warm_focus if warm_start else None)
+        warm_focus=warm_focus if warm_start else None,
+        feature_cache=cache.stats() if cache is not None else None)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

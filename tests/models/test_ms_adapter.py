@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from models.dataset import DataSpec, load_dataset
+from models.feature_cache import FeatureCache
 from models.ms_adapter import LearnedCostModel
 from models.registry import create_model
 from tests.conftest import ROOT
@@ -51,3 +52,46 @@ def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     assert done["records"] == 8          # every trial measured and recorded
     assert done["predictions"] >= 8      # the search ranked its candidates with our model
     assert done["refits"] >= 1            # and folded the measurements in
+    # what it measured it had ranked: the update's features came from the cache
+    assert done["feature_hits"] >= done["records"]
+
+
+def test_feature_cache_extracts_each_program_once():
+    extracted: list[list[int]] = []
+
+    def extract(indices):
+        extracted.append(list(indices))
+        return [np.full((2, 3), keys[i], np.float32) for i in indices]
+
+    cache = FeatureCache(max_bytes=10 * 24)  # ten entries of 2x3 float32
+    keys = [5, 7, 5, 9]
+    first = cache.features(keys, extract)
+    assert extracted == [[0, 1, 3]]  # the repeated 5 once, at its first index
+    assert [int(f[0, 0]) for f in first] == keys
+    keys = [9, 11, 7]
+    second = cache.features(keys, extract)
+    assert extracted[-1] == [1]  # only 11 is new
+    assert [int(f[0, 0]) for f in second] == keys
+    assert (cache.hits, cache.misses) == (3, 4)
+
+
+def test_feature_cache_evicts_the_least_recently_used_within_its_bytes():
+    def extract(indices):
+        return [np.zeros((1, 4), np.float32) for _ in indices]  # 16 bytes each
+
+    cache = FeatureCache(max_bytes=48)
+    cache.features([1, 2, 3], extract)
+    cache.features([1], extract)          # 1 is now the most recent
+    cache.features([4], extract)          # evicts 2, the least recent
+    assert len(cache) == 3 and cache.bytes == 48
+    misses = cache.misses
+    cache.features([1, 3, 4], extract)
+    assert cache.misses == misses         # all still cached
+    cache.features([2], extract)
+    assert cache.misses == misses + 1     # 2 was gone
+    assert FeatureCache(max_bytes=0).features([1, 1], extract)[0].shape == (1, 4)
+
+
+def test_feature_cache_refuses_a_short_extraction():
+    with pytest.raises(ValueError, match="returned 1 feature arrays for 2"):
+        FeatureCache().features([1, 2], lambda indices: [np.zeros(1)])

@@ -45,6 +45,7 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int) -> None:
                                builder=ms_builder(measurer), runner=ms_runner(measurer))
     logic = cost_model.logic
     print(json.dumps({"predictions": logic.predictions, "refits": logic.refits,
+                      "feature_hits": cost_model.feature_cache.hits,
                       "records": len(database.get_all_tuning_records())}))
 
 
