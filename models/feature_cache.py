@@ -4,11 +4,12 @@ MetaSchedule's evolutionary search hands the cost model the same programs again 
 measured best it seeds each round's population with, the parents a genetic iteration keeps
 unmutated, and every candidate it measures (`update` re-extracts what `predict` ranked). On a
 warm, focused resnet18 retune (300 trials, population 120) 18% of the candidates ranked had been
-ranked in an earlier call and another 5% twice within one call (docs/tuning-results.md,
-2026-11-25, twenty-seventh session), while PerStoreFeature extraction was ~40% of the search's
-time outside measuring. The key is the structural hash of the scheduled module: the features
-are a function of that module alone (one target per search), and hashing costs ~2% of
-extracting.
+ranked in an earlier call and another 5% twice within one call, while PerStoreFeature
+extraction was ~40% of the search's time outside measuring; without a warm start a third of
+the features were reused and the search's CPU time fell 9-12% (bench/throughput.py; both in
+docs/tuning-results.md, 2026-11-25, twenty-seventh session). The key is the structural hash
+of the scheduled module: the features are a function of that module alone (one target per
+search), and hashing costs ~2% of extracting.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-# ~20k resnet18 candidates (~13 KB each): a few rounds of every task
+# ~140k resnet18 candidates (~1.8 KB each: 2.8 stores x 164 float32 on average in the seed),
+# three times what a 1,000-trial search ranks (~45k): a search evicts only past that
 DEFAULT_MAX_BYTES = 256 * 2**20
 
 
