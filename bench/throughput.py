@@ -28,7 +28,7 @@ worker processes), which other load on the machine and a SIGSTOP pause leave alo
 What the feature cache saves, side by side (docs/tuning-results.md, 2026-11-25):
 
     .venv/bin/python bench/throughput.py --hardware local-1t --trials 300 --collect 2 \
-        --variants t1:p120,t1:p120:nocache --seeds 0,1 --cost-model shipped
+        --variants t1:p120,t1:p120:nocache --seeds 0,1,2 --cost-model shipped
 """
 
 from __future__ import annotations

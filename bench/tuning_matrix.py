@@ -422,16 +422,15 @@ def pooled_speedups(cells: list[dict[str, Any]]) -> dict[tuple, float | None]:
     return out
 
 
-def pooled_column(values: list[float | None | str]) -> str:
-    """The report's cell for pooled speedups: 'no baseline' (no baseline cell), 'never', or
-    the spread of those reached with how many never did."""
-    known = [v for v in values if v != "none"]
-    if not known:
+def pooled_column(values: list[float | None]) -> str:
+    """The report's cell for the pooled speedups of a variant's seeds (None: never reached):
+    'no baseline' (none to give), 'never', or their spread with how many never did."""
+    if not values:
         return "no baseline"
-    reached = [v for v in known if v is not None]
+    reached = [v for v in values if v is not None]
     if not reached:
         return "never"
-    missed = len(known) - len(reached)
+    missed = len(values) - len(reached)
     return spread(reached) + (f" [{missed} never]" if missed else "")
 
 
@@ -519,7 +518,8 @@ def report(args: argparse.Namespace) -> None:
                else ""),
             spread([p[1] for p in pairs if p[1] is not None]),
             "no baseline" if not pairs else spread(close) if close else "never",
-            pooled_column([pooled.get((network, variant, c["seed"]), "none") for c in mine]),
+            pooled_column([pooled[key] for key in ((network, variant, c["seed"]) for c in mine)
+                           if key in pooled]),
             "/".join(sorted({c["stop_reason"] for c in mine})),
             spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
             neighbours(mine)))
