@@ -24,11 +24,21 @@ from core.paths import PROJECT_ROOT
 
 DEFAULT_PROFILE_FILE = PROJECT_ROOT / "hardware.toml"
 
-# ISA extensions whose absence on the host makes a CPU target unrunnable (LLVM spelling).
-_CHECKED_ISA = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vnni", "avx512bf16")
+# ISA extensions whose absence on the host makes a CPU target unrunnable (LLVM spelling): the
+# vector and matrix extensions LLVM may emit for tensor programs. The rest of what an `mcpu`
+# implies (movdiri, waitpkg, tuning flags) never appears in their code.
+_CHECKED_ISA = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vnni", "avx512bf16",
+                "avx512fp16", "avxvnni", "amx-tile", "amx-int8", "amx-bf16", "amx-fp16")
 # /proc/cpuinfo spells some flags differently from LLVM.
 _CPUINFO_TO_LLVM = {"sse4_2": "sse4.2", "sse4_1": "sse4.1", "avx512_vnni": "avx512vnni",
-                    "avx512_bf16": "avx512bf16"}
+                    "avx512_bf16": "avx512bf16", "avx512_fp16": "avx512fp16",
+                    "avx_vnni": "avxvnni", "amx_tile": "amx-tile", "amx_int8": "amx-int8",
+                    "amx_bf16": "amx-bf16", "amx_fp16": "amx-fp16",
+                    "avx512_vbmi2": "avx512vbmi2", "avx512_bitalg": "avx512bitalg",
+                    "avx512_vpopcntdq": "avx512vpopcntdq"}
+# How a profile's name says which tensor extensions its chip has but this host hides.
+_MASKED_TAG = {"amx-tile": "amx", "amx-int8": "amx", "amx-bf16": "amx", "amx-fp16": "amx",
+               "avx512bf16": "bf16", "avx512fp16": "fp16", "avx512vnni": "vnni"}
 
 
 # ----------------------------------------------------------------------------- local CPU
@@ -89,6 +99,23 @@ def llvm_target_isa(target: dict[str, Any]) -> set[str]:
     return set(codegen.llvm_get_cpu_features(Target(target)))
 
 
+def masked_extensions(target_isa: set[str], host_isa: set[str]) -> list[str]:
+    """The checked extensions an LLVM CPU model implies that this host does not report (none
+    when /proc/cpuinfo is unreadable). A hypervisor can hide some: a 2-vCPU Emerald Rapids VM
+    of this machine kind reports no AVX512-BF16, AVX512-FP16, AVX-VNNI or AMX."""
+    if not host_isa:
+        return []
+    return sorted((target_isa & set(_CHECKED_ISA)) - host_isa)
+
+
+def masked_tag(masked: list[str]) -> str:
+    """The part of a profile name that says which tensor extensions are hidden, e.g.
+    "-no-amx-bf16-fp16" ("" when none that matter to a dtype is): two hosts of one chip that
+    differ in them compile different code, so they must not share a profile name."""
+    tags = sorted({_MASKED_TAG[f] for f in masked if f in _MASKED_TAG})
+    return f"-no-{'-'.join(tags)}" if tags else ""
+
+
 @lru_cache(maxsize=1)
 def detect_local_profiles() -> tuple[HardwareProfile, ...]:
     """The local CPU as up to three profiles: full ISA on all cores, full ISA on one core, and
@@ -107,14 +134,21 @@ def detect_local_profiles() -> tuple[HardwareProfile, ...]:
     base = {**caches, "max_vthread_extent": 1, "warp_size": 1, "is_gpu": 0.0}
     best = "avx512" if "avx512f" in host_isa else "avx2" if "avx2" in host_isa else \
         "avx" if "avx" in host_isa else "sse42"
-    full_target = {"kind": "llvm", "mcpu": cpu, "num-cores": cores}
+    full_target: dict[str, Any] = {"kind": "llvm", "mcpu": cpu, "num-cores": cores}
     full_isa = llvm_target_isa(full_target)
-    if host_isa:  # a VM may hide features its CPU model has: trust what the kernel reports
+    masked = masked_extensions(full_isa, host_isa)
+    isa_name, hidden = best, ""
+    if masked:  # a VM may hide extensions its CPU model has: LLVM must not emit them
+        full_target["mattr"] = [f"-{f}" for f in masked]
+        full_isa = llvm_target_isa(full_target)
+        isa_name = best + masked_tag(masked)
+        hidden = f"; this host hides {', '.join(masked)}"
+    if host_isa:  # trust what the kernel reports
         full_isa &= host_isa
     profiles = [HardwareProfile(
-        name=f"cpu-{cpu}-{best}-{cores}t",
+        name=f"cpu-{cpu}-{isa_name}-{cores}t",
         target=full_target,
-        description=f"this machine's CPU ({cpu}), native ISA ({best}), {cores} threads",
+        description=f"this machine's CPU ({cpu}{hidden}), native ISA ({best}), {cores} threads",
         num_threads=cores,
         features={**base, **_isa_features(full_isa), "num_cores": cores},
         arch="x86_64" if "sse2" in host_isa else cpu,
@@ -122,9 +156,9 @@ def detect_local_profiles() -> tuple[HardwareProfile, ...]:
     if cores > 1:
         one_core_target = {**full_target, "num-cores": 1}
         profiles.append(HardwareProfile(
-            name=f"cpu-{cpu}-{best}-1t",
+            name=f"cpu-{cpu}-{isa_name}-1t",
             target=one_core_target,
-            description=f"this machine's CPU ({cpu}), native ISA ({best}), 1 thread",
+            description=f"this machine's CPU ({cpu}{hidden}), native ISA ({best}), 1 thread",
             num_threads=1,
             features={**base, **_isa_features(full_isa), "num_cores": 1},
             arch=profiles[0].arch,

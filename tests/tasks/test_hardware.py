@@ -1,5 +1,7 @@
 """Hardware profiles: two honest local CPU profiles, declared ones from a file, clear refusals."""
 
+import dataclasses
+
 import pytest
 
 from core.errors import TenforgeError
@@ -108,3 +110,41 @@ def test_repeats_follow_tenset_by_flops():
     assert [settings.repeats_for(f) for f in (1e6, 1e8, 1e9, 3e9)] == [10, 8, 6, 4]
     assert MeasureSettings(repeat=3).repeats_for(1e6) == 3
     assert settings.key() == MeasureSettings().key() != MeasureSettings(repeat=3).key()
+
+
+def test_extensions_a_vm_hides_are_masked_out_of_the_local_target(monkeypatch):
+    """A hypervisor may hide extensions the CPU model has (a 2-vCPU Emerald Rapids VM reports no
+    AVX512-BF16, AVX512-FP16 or AMX): the detected target must tell LLVM not to emit them, so the
+    machine's own profiles stay runnable, and must not share a name with the full chip's."""
+    real_flags = hardware._cpuinfo_flags()
+    if "sse4.2" not in real_flags:
+        pytest.skip("needs an x86 host (/proc/cpuinfo with sse4_2)")
+    hide = "avx512vnni" if "avx512vnni" in real_flags else "fma"
+    if hide not in hardware.llvm_target_isa(detect_local_profiles()[0].target):
+        pytest.skip(f"this CPU's LLVM model does not imply {hide}")
+    unmasked = detect_local_profiles()[0]
+    monkeypatch.setattr(hardware, "_cpuinfo_flags", lambda: real_flags - {hide})
+    detect_local_profiles.cache_clear()
+    try:
+        full = detect_local_profiles()[0]
+        assert f"-{hide}" in full.target["mattr"]
+        assert hide not in hardware.llvm_target_isa(full.target)
+        assert f"hides {hide}" in full.description or hide in full.description
+        for profile in detect_local_profiles():
+            check_runnable_here(profile)
+        chip = {k: v for k, v in unmasked.target.items() if k != "mattr"}  # all the mcpu has
+        with pytest.raises(TenforgeError, match=f"needs .*{hide}"):
+            check_runnable_here(dataclasses.replace(unmasked, target=chip))
+        assert full.name != unmasked.name or hide not in hardware._MASKED_TAG
+    finally:
+        detect_local_profiles.cache_clear()
+
+
+def test_the_name_says_which_tensor_extensions_are_hidden():
+    assert hardware.masked_tag([]) == ""
+    assert hardware.masked_tag(["amx-bf16", "amx-int8", "amx-tile", "avx512bf16",
+                                "avx512fp16", "avxvnni"]) == "-no-amx-bf16-fp16"
+    assert hardware.masked_tag(["avxvnni"]) == ""  # avx512vnni does the same and is there
+    assert hardware.masked_extensions({"avx2", "avx512bf16", "movdiri"}, {"avx2"}) == [
+        "avx512bf16"]  # only extensions tensor code may use
+    assert hardware.masked_extensions({"avx512bf16"}, set()) == []  # no cpuinfo: nothing known
