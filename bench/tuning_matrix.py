@@ -401,7 +401,8 @@ def speedups(cells: list[dict[str, Any]], slack: float = 1.0) -> dict[tuple, tup
 def pooled_speedups(cells: list[dict[str, Any]]) -> dict[tuple, float | None]:
     """(network, variant, seed) -> search-time speedup to the median of the baseline seeds'
     final estimates: the median of the baseline seeds' seconds to that latency (a seed that
-    never got there counts as never) / this cell's (None: it never got there).
+    never got there counts as never) / this cell's (None: it never got there). Of an even
+    number of seeds: the higher middle final and the lower middle time.
 
     `speedups` pairs each cell with the baseline of its own seed, so one weak baseline seed
     (on the Zen 5, MetaSchedule's XGB ended 18.0, 20.4 and 19.5 ms over seeds 0-2) makes one
@@ -413,9 +414,13 @@ def pooled_speedups(cells: list[dict[str, Any]]) -> dict[tuple, float | None]:
                 and b["variant"] == baseline_of(c["variant"], present)]
         if not base:
             continue
-        target = statistics.median(best_within(b["curve"], b["trials_budget"]) for b in base)
+        # with an even number of baseline seeds, the higher of the two middle finals (one that
+        # half of them reached: the mean of two is reached by one seed only, so its median time
+        # would be "never") and the quicker of the two middle times (the smaller speedup)
+        target = statistics.median_high(best_within(b["curve"], b["trials_budget"])
+                                        for b in base)
         times = sorted((reach(b["curve"], target) or (0, float("inf")))[1] for b in base)
-        base_wall = statistics.median(times)
+        base_wall = statistics.median_low(times)
         got = reach(c["curve"], target)
         out[(c["network"], c["variant"], c["seed"])] = (
             None if got is None or math.isinf(base_wall) else base_wall / max(got[1], 1e-9))
