@@ -19,6 +19,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-focus-pop4  warm-focus with an evolutionary population of 4x the round's batch instead
            of 8x: half the candidates replayed and ranked a round (the model's PerStoreFeature
            extraction was about half of a focus cell's search, py-spy on the Zen 5)
+  warm-focus-pop4-g2  warm-focus-pop4 whose population goes through 2 rounds of mutation
+           before each measured batch instead of MetaSchedule's 4: a round then replays and ranks
+           ~40% fewer candidates (at mobilenet_v2's population of 64: 50 sampled + 2 x 64
+           mutated, against 50 + 4 x 64), which leaves more of a strong model's time to measuring
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -89,6 +93,7 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-nchw16c",
             "warm-focus", "warm-focus-nchw8c", "warm-focus-nchw16c",
             "warm-focus-pop4", "warm-focus-pop4-nchw8c", "warm-focus-pop4-nchw16c",
+            "warm-focus-pop4-g2", "warm-focus-pop4-g2-nchw8c", "warm-focus-pop4-g2-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -211,6 +216,8 @@ def uses_ms_xgb(variant: str) -> bool:
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
+    from tasks.tuning.contexts import GENETIC_ITERS
+
     instant = variant.startswith("instant")
     share = variant.startswith("instant-share")
     return {
@@ -222,6 +229,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_start": args.warm if variant.startswith("warm") else None,
         "warm_focus": variant.startswith("warm-focus"),
         "population_ratio": 4 if variant.startswith("warm-focus-pop4") else 8,
+        "genetic_iters": 2 if variant.startswith("warm-focus-pop4-g2") else GENETIC_ITERS,
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
     }
 
@@ -283,6 +291,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "warm_start": settings["warm_start"],
         "warm_focus": settings["warm_focus"],
         "population_ratio": settings["population_ratio"],
+        "genetic_iters": settings["genetic_iters"],
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

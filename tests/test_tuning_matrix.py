@@ -226,7 +226,7 @@ def test_the_report_names_cells_whose_two_timings_disagree():
 
 
 def test_each_variant_sets_only_its_own_search_setting():
-    from bench.tuning_matrix import main_parser, search_settings
+    from bench.tuning_matrix import cell_graph, main_parser, search_settings
 
     args = main_parser().parse_args(["--lean-batch", "6", "--warm", "3"])
     lean = search_settings("lean-nchw8c", args)
@@ -242,6 +242,11 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert focus["population_ratio"] == 8  # MetaSchedule's ratio, as every other variant
     narrow = search_settings("warm-focus-pop4-nchw16c", args)
     assert narrow["population_ratio"] == 4 and narrow["warm_focus"] is True
+    assert narrow["genetic_iters"] == 4 == focus["genetic_iters"]  # MetaSchedule's
+    short = search_settings("warm-focus-pop4-g2-nchw16c", args)
+    assert short["genetic_iters"] == 2 and short["population_ratio"] == 4
+    assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
+                                                      "") == "nchw16c"
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes

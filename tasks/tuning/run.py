@@ -17,6 +17,7 @@ from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
 from tasks.tuning.contexts import (
+    GENETIC_ITERS,
     INSTANT_SAMPLES,
     round_batch,
     search_population,
@@ -57,6 +58,7 @@ class TuningResult:
     search_cpu_s: float | None = None
     # a learned model's feature cache (models/feature_cache.py): hits, misses (None: none used)
     feature_cache: dict[str, int] | None = None
+    genetic_iters: int | None = None  # the evolutionary search's mutation rounds (None: instant)
 
     @property
     def speedup(self) -> float:
@@ -103,7 +105,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  instant_top: int | None = None,
                  search_threads: int | None = None,
                  warm_start: int | None = None, warm_focus: bool = True,
-                 graph: str = "exported", feature_cache: bool = True) -> TuningResult:
+                 graph: str = "exported", feature_cache: bool = True,
+                 genetic_iters: int = GENETIC_ITERS) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -127,6 +130,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `graph` is how the network is prepared before it is split (core.graphs.GRAPHS).
     `feature_cache`: a learned model reuses the features of programs it ranked before
     (models/feature_cache.py); off only to measure what that saves (bench/throughput.py).
+    `genetic_iters`: the evolutionary search's mutation rounds per measured batch
+    (tuning.contexts.tune_contexts; MetaSchedule's 4).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -171,7 +176,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         contexts, context_task = tune_contexts(
             [extracted[i] for i in chosen], profile, work_dir, population, seed, rules,
             per_design_space=scheduler == "dual", on_reject=log.note_rejection,
-            search_threads=search_threads)
+            search_threads=search_threads, genetic_iters=genetic_iters)
         log.set_contexts(context_task)
     if len(contexts) > len(chosen):
         report(f"dual scheduling: {len(contexts)} (task, design space) pairs")
@@ -181,7 +186,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         trials_per_iter = round_batch(trials, len(contexts))
     if not instant:
         report(f"search: {trials_per_iter} candidates measured per round, out of a population "
-               f"of {population}, on {search_threads} threads")
+               f"of {population} through {genetic_iters} mutation rounds, on {search_threads} "
+               "threads")
     model: Any = "xgb"
     if cost_model != "xgb" and not instant:
         from models.feature_cache import DEFAULT_MAX_BYTES
@@ -270,7 +276,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         rejected_by_rules=log.rejected_by_rules,
         trials_per_round=None if instant else trials_per_iter, tasks_filled=filled,
         warm_focus=warm_focus if warm_start else None,
-        feature_cache=cache.stats() if cache is not None else None)
+        feature_cache=cache.stats() if cache is not None else None,
+        genetic_iters=None if instant else genetic_iters)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")
