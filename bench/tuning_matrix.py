@@ -23,6 +23,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            before each measured batch instead of MetaSchedule's 4: a round then replays and ranks
            ~40% fewer candidates (at mobilenet_v2's population of 64: 50 sampled + 2 x 64
            mutated, against 50 + 4 x 64), which leaves more of a strong model's time to measuring
+  warm-focus-pop4-w128  warm-focus-pop4 whose warm start samples and ranks 128 candidates a
+           task instead of 256: on mobilenet_v2 NCHW16c (Emerald Rapids VM) the warm start took
+           222 of the 262 s pop4 needed to reach XGB's final, ~7 s a convolution sampling and
+           featurizing
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -94,6 +98,7 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus", "warm-focus-nchw8c", "warm-focus-nchw16c",
             "warm-focus-pop4", "warm-focus-pop4-nchw8c", "warm-focus-pop4-nchw16c",
             "warm-focus-pop4-g2", "warm-focus-pop4-g2-nchw8c", "warm-focus-pop4-g2-nchw16c",
+            "warm-focus-pop4-w128", "warm-focus-pop4-w128-nchw8c", "warm-focus-pop4-w128-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -216,7 +221,7 @@ def uses_ms_xgb(variant: str) -> bool:
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
-    from tasks.tuning.contexts import GENETIC_ITERS
+    from tasks.tuning.contexts import GENETIC_ITERS, INSTANT_SAMPLES
 
     instant = variant.startswith("instant")
     share = variant.startswith("instant-share")
@@ -230,6 +235,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_focus": variant.startswith("warm-focus"),
         "population_ratio": 4 if variant.startswith("warm-focus-pop4") else 8,
         "genetic_iters": 2 if variant.startswith("warm-focus-pop4-g2") else GENETIC_ITERS,
+        "warm_samples": 128 if variant.startswith("warm-focus-pop4-w128") else INSTANT_SAMPLES,
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
     }
 
@@ -292,6 +298,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "warm_focus": settings["warm_focus"],
         "population_ratio": settings["population_ratio"],
         "genetic_iters": settings["genetic_iters"],
+        "warm_samples": settings["warm_samples"] if settings["warm_start"] else None,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

@@ -53,6 +53,7 @@ class TuningResult:
     trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
     tasks_filled: list[str] = field(default_factory=list)  # unmeasured by the search, picked after
     warm_focus: bool | None = None  # a warm start's search skipped the blind pass (None: no warm)
+    warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
     search_cpu_s: float | None = None
@@ -106,7 +107,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  search_threads: int | None = None,
                  warm_start: int | None = None, warm_focus: bool = True,
                  graph: str = "exported", feature_cache: bool = True,
-                 genetic_iters: int = GENETIC_ITERS) -> TuningResult:
+                 genetic_iters: int = GENETIC_ITERS,
+                 warm_samples: int = INSTANT_SAMPLES) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -120,7 +122,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `search_threads` (default: every core this process may use) run the evolutionary search;
     measuring never overlaps it, so the measurement's thread count is the profile's alone.
     `warm_start` (a learned `cost_model` and a searching scheduler): before the search, measure
-    the model's top `warm_start` of INSTANT_SAMPLES ranked candidates per task, as instant
+    the model's top `warm_start` of `warm_samples` ranked candidates per task, as instant
     tuning does, out of the same trial budget. Every task then has a measured schedule within
     minutes (the estimate exists from there), and the search starts from those records, which
     MetaSchedule's evolutionary search seeds its population with. `warm_focus` (default): the
@@ -131,7 +133,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `feature_cache`: a learned model reuses the features of programs it ranked before
     (models/feature_cache.py); off only to measure what that saves (bench/throughput.py).
     `genetic_iters`: the evolutionary search's mutation rounds per measured batch
-    (tuning.contexts.tune_contexts; MetaSchedule's 4).
+    (tuning.contexts.tune_contexts; MetaSchedule's 4). `warm_samples`: candidates a warm start
+    samples and ranks per task; sampling and featurizing them is most of its time (~7 s a
+    convolution of mobilenet_v2 on the Emerald Rapids VM, 256 each: 222 s for 53 tasks).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -205,11 +209,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         with stop_on_signals(log):
             with survive_search_errors(log):
                 if warm_start:
-                    report(f"warm start: per task, rank {INSTANT_SAMPLES} sampled candidates with "
+                    report(f"warm start: per task, rank {warm_samples} sampled candidates with "
                            f"the model and measure the top {warm_start}, then search")
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                                 database, cost_model, log, measurer, samples=INSTANT_SAMPLES,
+                                 database, cost_model, log, measurer, samples=warm_samples,
                                  measure_top=warm_start, seed=seed, report=report,
                                  context_of=first_context)
                 if instant:
@@ -276,6 +280,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         rejected_by_rules=log.rejected_by_rules,
         trials_per_round=None if instant else trials_per_iter, tasks_filled=filled,
         warm_focus=warm_focus if warm_start else None,
+        warm_samples=warm_samples if warm_start else None,
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
