@@ -65,7 +65,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
     from core.records import TaskInfo
-    from core.tvm_env import load_tvm, to_plain_json, tvm_version
+    from core.tvm_env import load_tvm, trace_json, tvm_version
 
     work = Path(work_dir)
     for name in (WORKLOAD_FILE, RECORD_FILE):
@@ -93,7 +93,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
                                             tvm.ir.save_json(mod))
         scheduled = _replay(tvm, mod, record.trace)
         candidate = _Candidate(shash2hex(scheduled),
-                               json.dumps(to_plain_json(record.trace.as_json())))
+                               trace_json(record.trace))
         secs = [float(s) for s in (record.run_secs or [])]
         by_task.setdefault(workload_hash, []).append((candidate, secs))
 

@@ -54,3 +54,47 @@ def test_a_small_design_space_yields_what_it_has():
                  if t.task_name.startswith("transpose")][0]
     cands, _ = sample_candidates(transpose.mod_json, LOCAL_TARGET, 50, seed=0)
     assert 1 <= len(cands) < 50
+
+
+def test_sampled_draws_and_trace_text_match_tvms_own_slow_path():
+    # Sampling copies one fresh schedule per attempt and serializes traces through TVM's JSON
+    # graph (both for speed); the candidates must be what a schedule constructed with the
+    # attempt's seed draws, and the text what json.dumps(as_json()) writes, byte for byte.
+    from tvm import s_tir
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+    from tvm.target import Target
+
+    from core.tvm_env import load_tvm, to_plain_json
+
+    task = _matmul()
+    tvm = load_tvm(LOCAL_TARGET)
+    mod = tvm.ir.load_json(task.mod_json)
+    context = ms.TuneContext(mod, target=Target(LOCAL_TARGET), space_generator="post-order-apply",
+                             task_name="t", num_threads=1)
+    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
+    cands, _ = sample_candidates(task.mod_json, LOCAL_TARGET, 6, seed=5)
+    for cand in cands:
+        sch = s_tir.Schedule(mod, seed=cand.sample_seed)
+        spaces[cand.design_space].apply_to_schedule(sch, remove_postproc=True,
+                                                    decision_provider=lambda *_: None)
+        sch.enter_postproc()
+        assert all(p.apply(sch) for p in context.space_generator.postprocs)
+        assert shash2hex(sch.mod) == cand.schedule_hash
+        replayed = s_tir.Schedule(mod)
+        s_tir.schedule.Trace.apply_json_to_schedule(json.loads(cand.trace_json), replayed)
+        assert cand.trace_json == json.dumps(to_plain_json(replayed.trace.as_json()))
+
+
+def test_trace_text_of_a_layout_rewrite_takes_the_slow_path_and_agrees():
+    # An IndexMap in a trace is a node kind the fast pass does not convert.
+    from tvm import s_tir
+
+    from core.tvm_env import load_tvm, to_plain_json, trace_json
+
+    tvm = load_tvm(LOCAL_TARGET)
+    sch = s_tir.Schedule(tvm.ir.load_json(_matmul().mod_json))
+    block = sch.get_child_blocks(sch.get_sblock("root"))[0]
+    sch.transform_layout(block, ("read", 0), lambda i, j: (j, i))
+    assert "IndexMap" in str(sch.trace) or "transform_layout" in str(sch.trace).lower()
+    assert trace_json(sch.trace) == json.dumps(to_plain_json(sch.trace.as_json()))
