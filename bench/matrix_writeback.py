@@ -41,6 +41,7 @@ def cell_parameters(cell: dict[str, Any]) -> dict[str, Any]:
             "warm_start": cell.get("warm_start"), "warm_focus": cell.get("warm_focus"),
             "graph": cell.get("graph", "exported"),
             "trials_per_round": cell.get("trials_per_round"),
+            "warm_samples": cell.get("warm_samples"), "genetic_iters": cell.get("genetic_iters"),
             "flops_share": 1.0, "seed": cell["seed"], "bench": WRITEBACK_BENCH,
             "variant": cell["variant"], "commit": cell["provenance"]["commit"]}
 

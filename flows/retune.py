@@ -23,7 +23,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
            warm_start: PositiveInt | None = None, graph: Graph | None = None,
-           trials_per_round: PositiveInt | None = None, db: str | None = None) -> dict:
+           trials_per_round: PositiveInt | None = None,
+           warm_samples: PositiveInt | None = None, db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -49,8 +50,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         out: also write the tuned network as a deployable folder here (a new folder; see
             `tenforge compile`); a skipped retune writes the last tuning's.
         input_size: a zoo network's image side / sequence length (default: its own).
-        warm_start: before the search, measure the learned model's top K of 256 ranked
-            candidates per task (out of `trials`); the search starts from them.
+        warm_start: before the search, measure the learned model's top K of
+            `warm_samples` ranked candidates per task (out of `trials`); the search starts
+            from them.
         graph: how the network is prepared before tuning: exported (as torch.export gives
             it), folded (what depends on the weights alone runs once, at load; operators
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
@@ -60,11 +62,13 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
             estimate over every task sooner and leaves the rest to the heaviest tasks.
+        warm_samples: sampled candidates a warm start ranks per task (default 256; fewer
+            is a faster warm start that picks from less, docs/tuning-results.md).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
-                           warm_start, graph, trials_per_round)
+                           warm_start, graph, trials_per_round, warm_samples)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

@@ -197,7 +197,8 @@ CREATE TABLE tuning_runs (
     warm_focus          BOOLEAN,              -- a warm start's search skipped the blind pass
     search_cpu_s        DOUBLE,               -- this process's CPU seconds over search_s
     features_reused     BIGINT,               -- ranked candidates' features from the cache
-    features_extracted  BIGINT                -- and extracted (NULL: MetaSchedule's XGB)
+    features_extracted  BIGINT,               -- and extracted (NULL: MetaSchedule's XGB)
+    warm_samples        INTEGER               -- a warm start ranked per task (NULL: none)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

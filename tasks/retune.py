@@ -130,6 +130,7 @@ class RetuneSpec(Spec):
     warm_start: int | None = None  # the model's top K per task measured before the search
     graph: str = "exported"  # how the network is prepared before tuning (core.graphs.GRAPHS)
     trials_per_round: int | None = None  # None: two turns of the budget per task (4 to 64)
+    warm_samples: int | None = None  # candidates a warm start ranks per task (None: no warm)
 
 
 def check_loadable(path: str) -> None:
@@ -152,7 +153,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     population: int | None = None, out: str | None = None,
                     input_size: int | None = None, warm_start: int | None = None,
                     graph: str | None = None,
-                    trials_per_round: int | None = None) -> RetuneSpec:
+                    trials_per_round: int | None = None,
+                    warm_samples: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from core.graphs import check_graph, default_graph, resolve_graph
@@ -241,6 +243,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
     check_warm_start(warm_start, model_path or "xgb", scheduler)
+    warm_samples = check_warm_samples(warm_samples, warm_start)
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
@@ -249,7 +252,25 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                                   or ZOO[workload.name].default_size),
                       seed=seed, population=population,
                       model_choice=choice, out=out, warm_start=warm_start, graph=graph,
-                      trials_per_round=trials_per_round)
+                      trials_per_round=trials_per_round, warm_samples=warm_samples)
+
+
+def check_warm_samples(warm_samples: int | None, warm_start: int | None) -> int | None:
+    """The candidates a warm start ranks per task, resolved: WARM_SAMPLES by default, None
+    without a warm start; refused where it cannot mean anything."""
+    from tasks.tuning.contexts import WARM_SAMPLES
+    from tasks.validation import check_positive_ints
+
+    if warm_samples is None:
+        return WARM_SAMPLES if warm_start else None
+    check_positive_ints(warm_samples=warm_samples)
+    if not warm_start:
+        raise TenforgeError("--warm-samples sets how many candidates a warm start ranks per "
+                            "task; add --warm-start K, or leave --warm-samples out")
+    if warm_samples < warm_start:
+        raise TenforgeError(f"--warm-samples {warm_samples} ranks fewer candidates than "
+                            f"--warm-start {warm_start} measures; give at least {warm_start}")
+    return warm_samples
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -271,6 +292,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last["population"] == spec.population
             and last.get("warm_start") == spec.warm_start
             and last.get("trials_per_round") == spec.trials_per_round
+            and last.get("warm_samples") == spec.warm_samples
             and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
@@ -345,6 +367,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
     and its curve in one transaction; returns the summary."""
     from core.tvm_env import tvm_version
     from tasks.tuning import tune_network
+    from tasks.tuning.contexts import WARM_SAMPLES
 
     profile = resolve_profile(spec.hardware)
     work_dir = tuning_dir(spec.db) / tuning_id
@@ -354,6 +377,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,
                           population=spec.population, warm_start=spec.warm_start,
+                          warm_samples=spec.warm_samples or WARM_SAMPLES,
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
                           report=report, on_trials=on_trials)
@@ -377,7 +401,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
         "measure_s": result.measure_s, "search_threads": result.search_threads,
         "warm_start": spec.warm_start, "graph": spec.graph,
-        "trials_per_round": spec.trials_per_round,
+        "trials_per_round": spec.trials_per_round, "warm_samples": result.warm_samples,
         "tasks_filled": len(result.tasks_filled),
         "warm_focus": result.warm_focus, "search_cpu_s": result.search_cpu_s,
         "features_reused": (result.feature_cache or {}).get("hits"),

@@ -10,6 +10,7 @@ from core.hardware import HardwareProfile
 from tasks.constraints import constraint_postproc
 
 INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
+WARM_SAMPLES = 256  # a warm start: sampled candidates the model ranks per task
 GENETIC_ITERS = 4  # MetaSchedule's EvolutionarySearch default
 
 

@@ -19,6 +19,7 @@ from tasks.sources import Workload
 from tasks.tuning.contexts import (
     GENETIC_ITERS,
     INSTANT_SAMPLES,
+    WARM_SAMPLES,
     round_batch,
     search_population,
     tune_contexts,
@@ -108,7 +109,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_start: int | None = None, warm_focus: bool = True,
                  graph: str = "exported", feature_cache: bool = True,
                  genetic_iters: int = GENETIC_ITERS,
-                 warm_samples: int = INSTANT_SAMPLES) -> TuningResult:
+                 warm_samples: int = WARM_SAMPLES) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and

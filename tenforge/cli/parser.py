@@ -258,9 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "a CPU (1.3x faster than exported on resnet18 and mobilenet_v2 at "
                         "1,000 trials), exported on a GPU")
     p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
-                   help="before the search, measure the learned model's top K of 256 ranked "
-                        "candidates per task (as instant does), out of --trials: every task "
-                        "has a good schedule within minutes and the search starts from them")
+                   help="before the search, measure the learned model's top K of "
+                        "--warm-samples ranked candidates per task (as instant does), out of "
+                        "--trials: every task has a good schedule within minutes and the "
+                        "search starts from them")
+    p.add_argument("--warm-samples", type=_positive, default=None, metavar="N",
+                   help="with --warm-start: sampled candidates the model ranks per task "
+                        "(default 256; fewer is a faster warm start that picks from less)")
     p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
                    help="candidates measured per turn of a task (default: what gives every "
                         "task two turns of --trials, 4 to 64); with a pre-trained model, 8 "

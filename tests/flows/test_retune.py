@@ -149,6 +149,9 @@ BAD_REQUESTS = [
     ([*RETUNE, "--trials-per-round", "0"], "expected a positive integer, got 0"),
     ([*RETUNE, "--scheduler", "instant", "--trials-per-round", "8"],
      "the instant scheduler does not search"),
+    ([*RETUNE, "--warm-samples", "64"], "add --warm-start K, or leave --warm-samples out"),
+    ([*RETUNE, "--warm-start", "4", "--warm-samples", "2"],
+     "--warm-samples 2 ranks fewer candidates than --warm-start 4 measures"),
 ]
 
 
@@ -161,6 +164,15 @@ def refused(store_with_model):
     answers = run_cli_table([[*args, "--db", db] for args, _ in BAD_REQUESTS])
     assert _tuning_rows(db) == before
     return answers
+
+
+def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
+    from tasks.retune import check_warm_samples
+    from tasks.tuning.contexts import WARM_SAMPLES
+
+    assert check_warm_samples(None, 4) == WARM_SAMPLES
+    assert check_warm_samples(None, None) is None
+    assert check_warm_samples(96, 4) == 96
 
 
 @pytest.mark.xdist_group("retune-refusals")  # one batch, on one worker
@@ -334,17 +346,19 @@ def test_a_deadline_before_the_first_task_still_gives_every_task_the_models_pick
 @pytest.mark.slow
 def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
         store_with_model):
-    """--warm-start K: the model's top K per task are measured before the search, out of the
-    same budget; the estimate exists once they are, and the search spends the rest."""
+    """--warm-start K: the model's top K per task (of --warm-samples N ranked) are measured
+    before the search, out of the same budget; the estimate exists once they are, and the
+    search spends the rest."""
     db, model_id = store_with_model
-    result = run_cli(*RETUNE, "--warm-start", "2", "--trials", "24", "--flops-share", "1.0",
-                     "--force", "--db", db)
+    result = run_cli(*RETUNE, "--warm-start", "2", "--warm-samples", "48", "--trials", "24",
+                     "--flops-share", "1.0", "--force", "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
-    assert "warm start: per task, rank 256 sampled candidates with the model and measure the " \
+    assert "warm start: per task, rank 48 sampled candidates with the model and measure the " \
         "top 2, then search" in said
     newest = _tuning_rows(db)[-1]
     assert newest["cost_model"] == model_id and newest["warm_start"] == 2
+    assert newest["warm_samples"] == 48
     assert newest["warm_focus"] is True  # the search skipped the blind pass (the default)
     # MetaSchedule's last round may overshoot the budget by part of a batch
     assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
