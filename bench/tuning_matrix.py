@@ -27,6 +27,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            task instead of 256: on mobilenet_v2 NCHW16c (Emerald Rapids VM) the warm start took
            222 of the 262 s pop4 needed to reach XGB's final, ~7 s a convolution sampling and
            featurizing
+  warm-focus-pop4-w64  the same with 64 a task: on mobilenet_v2 w128's warm start took 143 s and
+           reached XGB's final 4.6x sooner (seed 0); how far a smaller one goes (cells from
+           e71ed38 on also sample 1.10x faster, bench/sampling_speed.py)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -99,6 +102,7 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4", "warm-focus-pop4-nchw8c", "warm-focus-pop4-nchw16c",
             "warm-focus-pop4-g2", "warm-focus-pop4-g2-nchw8c", "warm-focus-pop4-g2-nchw16c",
             "warm-focus-pop4-w128", "warm-focus-pop4-w128-nchw8c", "warm-focus-pop4-w128-nchw16c",
+            "warm-focus-pop4-w64", "warm-focus-pop4-w64-nchw8c", "warm-focus-pop4-w64-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -219,9 +223,19 @@ def uses_ms_xgb(variant: str) -> bool:
     return variant == "ms-xgb" or variant.startswith("ms-xgb-")
 
 
+def warm_samples_of(variant: str) -> int:
+    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant."""
+    from tasks.tuning.contexts import WARM_SAMPLES
+
+    for samples in (128, 64):
+        if variant.startswith(f"warm-focus-pop4-w{samples}"):
+            return samples
+    return WARM_SAMPLES
+
+
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
-    from tasks.tuning.contexts import GENETIC_ITERS, INSTANT_SAMPLES
+    from tasks.tuning.contexts import GENETIC_ITERS
 
     instant = variant.startswith("instant")
     share = variant.startswith("instant-share")
@@ -235,7 +249,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_focus": variant.startswith("warm-focus"),
         "population_ratio": 4 if variant.startswith("warm-focus-pop4") else 8,
         "genetic_iters": 2 if variant.startswith("warm-focus-pop4-g2") else GENETIC_ITERS,
-        "warm_samples": 128 if variant.startswith("warm-focus-pop4-w128") else INSTANT_SAMPLES,
+        "warm_samples": warm_samples_of(variant),
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
     }
 
