@@ -223,14 +223,16 @@ def uses_ms_xgb(variant: str) -> bool:
     return variant == "ms-xgb" or variant.startswith("ms-xgb-")
 
 
-def warm_samples_of(variant: str) -> int:
-    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant."""
-    from tasks.tuning.contexts import WARM_SAMPLES
+FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks (retune's old default)
 
+
+def warm_samples_of(variant: str) -> int:
+    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, else the
+    256 the warm cells were run with (retune's default is now 128)."""
     for samples in (128, 64):
         if variant.startswith(f"warm-focus-pop4-w{samples}"):
             return samples
-    return WARM_SAMPLES
+    return FULL_WARM_SAMPLES
 
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:

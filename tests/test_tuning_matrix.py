@@ -245,7 +245,7 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert narrow["genetic_iters"] == 4 == focus["genetic_iters"]  # MetaSchedule's
     short = search_settings("warm-focus-pop4-g2-nchw16c", args)
     assert short["genetic_iters"] == 2 and short["population_ratio"] == 4
-    assert short["warm_samples"] == narrow["warm_samples"] == 256  # retune's default
+    assert short["warm_samples"] == narrow["warm_samples"] == 256  # as their cells ran
     cheap = search_settings("warm-focus-pop4-w128-nchw16c", args)
     assert cheap["warm_samples"] == 128 and cheap["genetic_iters"] == 4
     assert search_settings("warm-focus-pop4-w64-nchw16c", args)["warm_samples"] == 64
