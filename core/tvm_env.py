@@ -81,7 +81,7 @@ def to_plain_json(obj: Any) -> Any:
 
 def trace_json(trace: Any, remove_postproc: bool = False) -> str:
     """A schedule trace as the JSON text `json.dumps(to_plain_json(trace.as_json()))` gives,
-    byte for byte, in about 2/3 of its time: TVM serializes the trace to its JSON graph in
+    byte for byte, in about 3/4 of its time: TVM serializes the trace to its JSON graph in
     C++ and one pass over plain lists rebuilds the values, where as_json crossed the FFI for
     every element twice (its own conversion, then to_plain_json). Sampling spent 14% of its
     time there (256 candidates of a mobilenet_v2 convolution, docs/tuning-results.md). A node
