@@ -162,7 +162,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
-    from tasks.tuning.run import check_warm_start
+    from tasks.tuning.run import check_warm_samples, check_warm_start
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
@@ -253,24 +253,6 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       seed=seed, population=population,
                       model_choice=choice, out=out, warm_start=warm_start, graph=graph,
                       trials_per_round=trials_per_round, warm_samples=warm_samples)
-
-
-def check_warm_samples(warm_samples: int | None, warm_start: int | None) -> int | None:
-    """The candidates a warm start ranks per task, resolved: WARM_SAMPLES by default, None
-    without a warm start; refused where it cannot mean anything."""
-    from tasks.tuning.contexts import WARM_SAMPLES
-    from tasks.validation import check_positive_ints
-
-    if warm_samples is None:
-        return WARM_SAMPLES if warm_start else None
-    check_positive_ints(warm_samples=warm_samples)
-    if not warm_start:
-        raise TenforgeError("--warm-samples sets how many candidates a warm start ranks per "
-                            "task; add --warm-start K, or leave --warm-samples out")
-    if warm_samples < warm_start:
-        raise TenforgeError(f"--warm-samples {warm_samples} ranks fewer candidates than "
-                            f"--warm-start {warm_start} measures; give at least {warm_start}")
-    return warm_samples
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:

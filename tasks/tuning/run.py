@@ -96,6 +96,23 @@ def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) ->
                             "the model's top candidates alone: leave one of them out")
 
 
+def check_warm_samples(warm_samples: int | None, warm_start: int | None) -> int | None:
+    """The candidates a warm start ranks per task, resolved: WARM_SAMPLES by default, None
+    without a warm start; refused where it cannot mean anything."""
+    from tasks.validation import check_positive_ints
+
+    if warm_samples is None:
+        return WARM_SAMPLES if warm_start else None
+    check_positive_ints(warm_samples=warm_samples)
+    if not warm_start:
+        raise TenforgeError("--warm-samples sets how many candidates a warm start ranks per "
+                            "task; add --warm-start K, or leave --warm-samples out")
+    if warm_samples < warm_start:
+        raise TenforgeError(f"--warm-samples {warm_samples} ranks fewer candidates than "
+                            f"--warm-start {warm_start} measures; give at least {warm_start}")
+    return warm_samples
+
+
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
                  trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,

@@ -167,8 +167,8 @@ def refused(store_with_model):
 
 
 def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
-    from tasks.retune import check_warm_samples
     from tasks.tuning.contexts import WARM_SAMPLES
+    from tasks.tuning.run import check_warm_samples
 
     assert check_warm_samples(None, 4) == WARM_SAMPLES
     assert check_warm_samples(None, None) is None
