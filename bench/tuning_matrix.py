@@ -223,12 +223,12 @@ def uses_ms_xgb(variant: str) -> bool:
     return variant == "ms-xgb" or variant.startswith("ms-xgb-")
 
 
-FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks (retune's old default)
+FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 
 
 def warm_samples_of(variant: str) -> int:
     """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, else the
-    256 the warm cells were run with (retune's default is now 128)."""
+    256 the warm cells were run with (retune's default, WARM_SAMPLES)."""
     for samples in (128, 64):
         if variant.startswith(f"warm-focus-pop4-w{samples}"):
             return samples

@@ -62,9 +62,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
             estimate over every task sooner and leaves the rest to the heaviest tasks.
-        warm_samples: sampled candidates a warm start ranks per task (default 128; 256
-            took 1.5x as long on mobilenet_v2 for the same tuned latency,
-            docs/tuning-results.md).
+        warm_samples: sampled candidates a warm start ranks per task (default 256; 128
+            reached MetaSchedule's final sooner on mobilenet_v2's 53 tasks and ended higher
+            on resnet18, docs/tuning-results.md).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,

@@ -10,12 +10,12 @@ from core.hardware import HardwareProfile
 from tasks.constraints import constraint_postproc
 
 INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
-# A warm start: sampled candidates the model ranks per task. 128, not instant's 256: on
-# mobilenet_v2 (53 tasks, Emerald Rapids VM, 3 seeds) 256 took 216-270 s, most of the time a
-# warm search needs to pass MetaSchedule's final, and 128 took 143-173 s for the same tuned
-# latency (13.88 against 13.83 ms), reaching XGB's final 4.6x sooner against 3.9x (medians
-# of 3 seeds, docs/tuning-results.md).
-WARM_SAMPLES = 128
+# A warm start: sampled candidates the model ranks per task (retune --warm-samples). 256, as
+# instant. On mobilenet_v2 (53 tasks, Emerald Rapids VM, 3 seeds) 128 reached MetaSchedule's
+# final 4.6x sooner against 3.9x for the same tuned latency (13.88 against 13.83 ms), but on
+# resnet18 (21 tasks, seed 0) the search after it ended 7% higher (docs/tuning-results.md):
+# fewer is a choice for networks of many small tasks, not the default.
+WARM_SAMPLES = 256
 GENETIC_ITERS = 4  # MetaSchedule's EvolutionarySearch default
 
 

@@ -154,7 +154,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     (tuning.contexts.tune_contexts; MetaSchedule's 4). `warm_samples`: candidates a warm start
     samples and ranks per task; sampling and featurizing them is most of its time (~7 s a
     convolution of mobilenet_v2 on the Emerald Rapids VM, 256 each: 222 s for 53 tasks;
-    WARM_SAMPLES, 128: 143 s).
+    128: 143 s).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
