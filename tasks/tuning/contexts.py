@@ -13,8 +13,9 @@ INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no popu
 # A warm start: sampled candidates the model ranks per task (retune --warm-samples). 256, as
 # instant. On mobilenet_v2 (53 tasks, Emerald Rapids VM, 3 seeds) 128 reached MetaSchedule's
 # final 4.6x sooner against 3.9x for the same tuned latency (13.88 against 13.83 ms), but on
-# resnet18 (21 tasks, seed 0) the search after it ended 7% higher (docs/tuning-results.md):
-# fewer is a choice for networks of many small tasks, not the default.
+# resnet18 (21 tasks, seed 0) the search after it tuned to 36.66 ms against 28.83
+# (docs/tuning-results.md): fewer is a choice for networks of many small tasks, not the
+# default.
 WARM_SAMPLES = 256
 GENETIC_ITERS = 4  # MetaSchedule's EvolutionarySearch default
 

@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-samples", type=_positive, default=None, metavar="N",
                    help="with --warm-start: sampled candidates the model ranks per task "
                         "(default 256; 128 reached MetaSchedule's final 4.6x sooner on "
-                        "mobilenet_v2's 53 tasks, and ended 7%% higher on resnet18)")
+                        "mobilenet_v2's 53 tasks, and ended 27%% slower on resnet18)")
     p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
                    help="candidates measured per turn of a task (default: what gives every "
                         "task two turns of --trials, 4 to 64); with a pre-trained model, 8 "
