@@ -49,7 +49,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 bootstrap()
 
 from core.errors import TenforgeError  # noqa: E402
-from core.graphs import GRAPHS  # noqa: E402
+from core.graphs import CONV_LAYOUTS  # noqa: E402
 from models.dataset import DataSpec, load_dataset, network_family, network_name  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     held_out_bench_options(parser, "resnet18,mobilenet_v2,bert",
                            "networks held out of training (the tuning matrix's)")
-    parser.add_argument("--layout", default="nchw16c", choices=GRAPHS[2:],
+    parser.add_argument("--layout", default="nchw16c", choices=sorted(CONV_LAYOUTS),
                         help="the prepared graph whose tasks are taken away")
     args = parser.parse_args()
 

@@ -20,13 +20,20 @@ from core.errors import TenforgeError
 #   is the vector, whatever the stride, and the layout flows through the batch norms, adds and
 #   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax). A
 #   convolution whose channels the block does not divide (an RGB stem) stays NCHW.
-GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c")
+# - "fp16": folded, in mixed precision (Relax's ToMixedPrecision): convolutions and matmuls
+#   take float16 operands and sum in float16 (TVM 0.27 builds no tensor-core candidate of
+#   float32 sums cast back, tasks/workloads.py), what lies between them runs in float16.
+#   Those are the shapes GPU tensor cores execute: on sm_80 and later MetaSchedule's design
+#   space (its cuda-tensorcore rules) tensorizes them with wmma. A GPU lever: x86 has no
+#   float16 arithmetic TVM uses, so a CPU profile is refused it.
+GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c", "fp16")
+MIXED_PRECISION = "fp16"
 # - "blocked" is asked for, never stored: NCHW[x]c blocked by the profile's own vector,
 #   resolve_graph makes it nchw16c on AVX-512 and nchw8c elsewhere before anything runs.
 BLOCKED = "blocked"
 CHOICES = (*GRAPHS, BLOCKED)  # what a user may ask for
 # for flow parameters (the Prefect UI's choice)
-Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c", "blocked"]
+Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c", "fp16", "blocked"]
 CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.conv2d
     "nhwc": ["NHWC", "OHWI"],
     "nchw8c": ["NCHW8c", "OIHW8i8o"],
@@ -68,6 +75,10 @@ def resolve_graph(graph: str, target_kind: str, vector_bytes: float) -> str:
     nchw16c and 33.6-36.8 in nchw8c, PyTorch 32.9 (docs/tuning-results.md). Others pass
     through."""
     check_graph(graph)
+    if graph == MIXED_PRECISION and target_kind == "llvm":
+        raise TenforgeError(f"--graph {MIXED_PRECISION} runs convolutions and matmuls on GPU "
+                            "tensor cores; this profile is a CPU (llvm): pick blocked, nhwc, "
+                            "folded or exported")
     if graph != BLOCKED:
         return graph
     if target_kind != "llvm":

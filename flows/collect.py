@@ -45,7 +45,7 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         task_ids: list[int] = []
         for workload in spec.workloads:
             task_ids += t.import_network(spec.db, spec.hardware, workload, batch_size,
-                                         input_size, graph)
+                                         input_size, spec.graph)
         task_ids = list(dict.fromkeys(task_ids))  # networks share tasks
         # Sequential on purpose: each sample writes the store, and TVM sampling is CPU-bound.
         new = sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,

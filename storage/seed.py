@@ -64,8 +64,12 @@ def _command_of(flow: str, params: dict[str, Any], db_name: str) -> str:
     parts = ["tenforge", "collect", "--hardware", params["hardware"],
              "--networks", ",".join(params["networks"]),
              "--candidates", str(params["candidates_per_task"]), "--seed", str(params["seed"]),
-             "--batch-size", str(params["batch_size"]), "--db", db_name]
-    return shlex.join(parts)
+             "--batch-size", str(params["batch_size"])]
+    if params.get("input_size"):
+        parts += ["--input-size", str(params["input_size"])]
+    if params.get("graph", "exported") != "exported":  # its tasks are other functions
+        parts += ["--graph", params["graph"]]
+    return shlex.join([*parts, "--db", db_name])
 
 
 # ----------------------------------------------------------------------------------- export

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.errors import TenforgeError
-from core.graphs import CONV_LAYOUTS, check_graph
+from core.graphs import CONV_LAYOUTS, MIXED_PRECISION, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
 from tasks.blocked_conv import legalize_conv2d
@@ -76,8 +76,15 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         mod, params = relax_with_weights(workload)
     converted = [relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]})
                  ] if graph in CONV_LAYOUTS else []
+    # float16 operands and float16 sums. Float32 sums build no tensor-core candidate in TVM
+    # 0.27: the cast back to float16 fuses into the matmul's function and its wmma store then
+    # writes float32 fragments into a float16 buffer ("tvm_access_ptr element type must
+    # match"; 176 of 176 wmma candidates on an H200, docs/seed-dataset.md).
+    mixed = [relax.transform.ToMixedPrecision(out_dtype="float16")
+             ] if graph == MIXED_PRECISION else []
     legalized = tvm.transform.Sequential([
         relax.transform.DecomposeOpsForInference(),
+        *mixed,
         *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR
         # without it extract_tasks finds nothing
         relax.transform.LegalizeOps({"relax.nn.conv2d": legalize_conv2d}),

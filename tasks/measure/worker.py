@@ -139,11 +139,22 @@ def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     return {"checked": reference is not None}
 
 
+# (rtol, atol as a share of the largest output) for 32/64-bit floats, and for 16-bit ones: a
+# float16 sum (the fp16 graph's matmuls) rounds at every step, and the host's sequential
+# reference and a tensor core's blocked order differ by up to ~1.7% of the largest output
+# over 3,072-4,608 terms of uniform(-1, 1) inputs (simulated, numpy), so 16-bit outputs are
+# checked to 2% of it: a schedule that drops or repeats part of a sum is still caught
+# where that part is more than a few dozen terms.
+_TOLERANCE = {False: (1e-3, 1e-4), True: (1e-2, 2e-2)}
+
+
 def _outputs_match(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
     for g, w in zip(got, want):
         if g.dtype.kind == "f":
-            scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
-            if not np.allclose(g, w, rtol=1e-3, atol=1e-4 * scale, equal_nan=True):
+            finite = np.abs(w[np.isfinite(w)])  # a float16 overflow is inf; inf == inf is close
+            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            rtol, atol = _TOLERANCE[g.dtype.itemsize <= 2]
+            if not np.allclose(g, w, rtol=rtol, atol=atol * scale, equal_nan=True):
                 return False
         elif not np.array_equal(g, w):
             return False

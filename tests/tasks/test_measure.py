@@ -131,6 +131,12 @@ def test_output_comparison_tolerates_rounding_only():
     assert _outputs_match([want[0] + 1e-6], want)
     assert not _outputs_match([want[0] + 0.1], want)
     assert not _outputs_match([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
+    # float16 sums: two summation orders differ by a few ulps of the largest output; a float16
+    # overflow (inf) in the reference neither hides nor fails the rest
+    half = [np.array([70.0, -12.5, 0.25, np.inf], np.float16)]
+    assert _outputs_match([np.array([70.5, -12.0, 0.75, np.inf], np.float16)], half)
+    assert not _outputs_match([np.array([70.0, -12.5, 5.0, np.inf], np.float16)], half)
+    assert not _outputs_match([np.array([70.0, -12.5, 0.25, 1.0], np.float16)], half)
 
 
 def test_rpc_runner_measures_on_a_remote_device(profile):

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One lease of a lent GPU machine, from a copy of this checkout: collect its GPU (float16
+# tensor-core graphs) and its host CPU (one thread) at once, on disjoint cores, each for at
+# most MINUTES, then pack both stores' shards into OUT/shards.tar to bring back and `ingest`.
+#
+#   PARTS=/tmp/parts bench/offline/gpu_and_host.sh OUT [MINUTES=6] [GPU_NETWORKS] [CPU_NETWORKS]
+#
+# The GPU's profile is named after the card nvidia-smi reports (gpu-h100 / gpu-h200, declared
+# in hardware.toml beside this script). A collection stopped at its deadline (SIGINT) keeps
+# every candidate it measured; the shards say run_status "running"/"failed" then.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=$1 minutes=${2:-6}
+gpu_networks=${3:-bert,resnet18} cpu_networks=${4:-resnet18,mobilenet_v2}
+mkdir -p "$out" /tmp/collect; rm -rf /tmp/collect/shards-*
+[ -d /tmp/tenforge-site ] || cat "${PARTS:-/tmp/parts}"/site.* | xz -dc -T0 | tar x -C /tmp || exit 1
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$card" in
+    *H200*) gpu=gpu-h200 ;;
+    *H100*) gpu=gpu-h100 ;;
+    *) echo "no profile for GPU '$card' in bench/offline/hardware.toml"; exit 2 ;;
+esac
+echo "GPU: $card -> $gpu; host: $(grep -m1 'model name' /proc/cpuinfo); $(nproc) cores"
+lscpu > "$out/lscpu.txt"; nvidia-smi > "$out/nvidia-smi.txt"
+cores=$(nproc); half=$((cores / 2))
+limit=$((minutes * 60))
+GRAPH=fp16 timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh "$gpu" "$gpu_networks" \
+    8 /tmp/collect/gpu.duckdb "$half-$((cores - 1))" > /tmp/collect/gpu.log 2>&1 &
+gpu_pid=$!
+GRAPH=${CPU_GRAPH:-blocked} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
+    "$cpu_networks" 16 /tmp/collect/cpu.duckdb "0-$((half - 1))" > /tmp/collect/cpu.log 2>&1
+wait $gpu_pid
+export PYTHONPATH=/tmp/tenforge-site:$PWD TENFORGE_HARDWARE=$PWD/bench/offline/hardware.toml
+for kind in gpu cpu; do
+    python3 -m tenforge.cli dataset export-seed --db /tmp/collect/$kind.duckdb --include-running \
+        --out /tmp/collect/shards-$kind 2>&1 | tail -3
+done
+tail -30 /tmp/collect/gpu.log; tail -15 /tmp/collect/cpu.log
+tar cf "$out/shards.tar" -C /tmp/collect shards-gpu shards-cpu gpu.log cpu.log
+ls -l "$out"
