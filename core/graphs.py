@@ -21,7 +21,7 @@ from core.errors import TenforgeError
 #   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax). A
 #   convolution whose channels the block does not divide (an RGB stem) stays NCHW.
 # - "fp16": folded, in mixed precision (Relax's ToMixedPrecision): convolutions and matmuls
-#   take float16 operands and sum in float16 (TVM 0.27 builds no tensor-core candidate of
+#   take float16 operands and sum in float16 (TVM 0.27 builds few tensor-core candidates of
 #   float32 sums cast back, tasks/workloads.py), what lies between them runs in float16.
 #   Those are the shapes GPU tensor cores execute: on sm_80 and later MetaSchedule's design
 #   space (its cuda-tensorcore rules) tensorizes them with wmma. A GPU lever: x86 has no

@@ -76,10 +76,10 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         mod, params = relax_with_weights(workload)
     converted = [relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]})
                  ] if graph in CONV_LAYOUTS else []
-    # float16 operands and float16 sums. Float32 sums build no tensor-core candidate in TVM
-    # 0.27: the cast back to float16 fuses into the matmul's function and its wmma store then
-    # writes float32 fragments into a float16 buffer ("tvm_access_ptr element type must
-    # match"; 176 of 176 wmma candidates on an H200, docs/seed-dataset.md).
+    # float16 operands and float16 sums. With float32 sums TVM 0.27 built 24 of 200 tensor-
+    # core candidates on an H200: the cast back to float16 fuses into the matmul's function,
+    # and its wmma store then writes float32 fragments into a float16 buffer
+    # ("tvm_access_ptr element type must match"; docs/seed-dataset.md).
     mixed = [relax.transform.ToMixedPrecision(out_dtype="float16")
              ] if graph == MIXED_PRECISION else []
     legalized = tvm.transform.Sequential([

@@ -274,7 +274,7 @@ def test_collect_prepares_the_resolved_graph_and_its_shard_says_how(db, tmp_path
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None,
                     reason="building CUDA kernels needs nvcc (running them needs no GPU here)")
 def test_fp16_tensor_core_candidates_build_for_sm90(workload):
-    """TVM 0.27 built none of an H200's wmma candidates when the sums were float32 cast back
+    """TVM 0.27 built 24 of 200 wmma candidates on an H200 when the sums were float32 cast back
     to float16 (tasks/workloads.py); with float16 sums every one builds. Built, not run: this
     machine has no GPU."""
     from core.tvm_env import load_tvm
