@@ -39,6 +39,7 @@ CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.
     "nchw8c": ["NCHW8c", "OIHW8i8o"],
     "nchw16c": ["NCHW16c", "OIHW16i16o"],
 }
+BLOCKS = {"nchw8c": 8, "nchw16c": 16}  # the channel block of the blocked graphs
 
 
 def stored_network_name(name: str, graph: str) -> str:

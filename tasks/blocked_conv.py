@@ -19,6 +19,14 @@ def legalize_conv2d(bb: Any, call: Any) -> Any:
 
     attrs = call.attrs
     blocked = len(attrs.data_layout) > 4 and attrs.out_layout == attrs.data_layout
+    if blocked and _is_blocked_depthwise(call):
+        compact = bb.emit_te(block_diagonal, call.args[1], primfunc_name_hint="block_diagonal")
+        return bb.call_te(
+            depthwise_conv2d_nchwc, call.args[0], compact,
+            strides=[int(s) for s in attrs.strides], padding=[int(p) for p in attrs.padding],
+            dilation=[int(d) for d in attrs.dilation],
+            out_dtype=attrs.out_dtype if attrs.out_dtype != "" else call.args[0].ty.dtype,
+            primfunc_name_hint="depthwise_conv2d_NCHWc")
     if not blocked or int(attrs.groups) != 1:
         return _nn_conv2d(bb, call)  # TVM's rule (and its refusal of what it cannot do)
     return bb.call_te(
@@ -55,3 +63,144 @@ def conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: list[int],
             * weight[occ, icc, kh, kw, icb, ocb].astype(out_dtype),
             axis=[icc, icb, kh, kw]),
         name="conv2d_NCHWc")
+
+
+def clip_as_max_min() -> Any:
+    """A Relax pass: clip(x, lo, hi) -> minimum(maximum(x, lo), hi), before ConvertLayout.
+
+    Relax's ConvertLayout has no layout rule for relax.clip, so it converts a blocked tensor
+    back to NCHW before every clip and blocks it again after: in MobileNet-V2's NCHW16c graph
+    each ReLU6 became a layout transform, a clip of its own (no longer fused into the
+    convolution before it) and another transform; the clips alone were 15.6% of the tuned
+    network's estimate (docs/tuning-results.md). maximum and minimum are elementwise
+    operators it does lay out, so ReLU6 stays blocked and fuses into its convolution."""
+    import tvm
+    from tvm import relax
+
+    clip = tvm.ir.Op.get("relax.clip")
+
+    @relax.expr_functor.mutator
+    class _Split(relax.PyExprMutator):
+        def visit_call_(self, call: Any) -> Any:
+            call = super().visit_call_(call)
+            if not isinstance(call, relax.Call) or call.op != clip:
+                return call
+            data, low, high = call.args
+            dtype = data.ty.dtype
+            floor = self.builder_.emit(relax.op.maximum(data, relax.const(_number(low),
+                                                                            dtype)))
+            return relax.op.minimum(floor, relax.const(_number(high), dtype))
+
+    @tvm.transform.module_pass(opt_level=0, name="ClipAsMaxMin")
+    def split(mod: Any, _context: Any) -> Any:
+        rewriter = _Split(mod)
+        for gvar, function in list(mod.functions.items()):
+            if isinstance(function, relax.Function):
+                rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
+        return rewriter.builder_.get()
+
+    return split
+
+
+def _number(bound: Any) -> float:
+    """A clip bound (a PrimValue of an IntImm or FloatImm, or a number) as a float."""
+    value = getattr(bound, "value", bound)
+    return float(getattr(value, "value", value))
+
+
+# ------------------------------------------------------------------ depthwise, channel-blocked
+# ConvertLayout blocks a convolution only where its weight's input channels divide by the block:
+# a depthwise one (weight C x 1 x KH x KW) stays NCHW, so MobileNet-V2's NCHW16c graph paid a
+# layout transform into and out of each of its 17 depthwise convolutions (27% of the tuned
+# network's estimate, docs/tuning-results.md). depthwise_as_grouped rewrites each as the same
+# convolution in groups of one block (weight C x b x KH x KW, block-diagonal: output channel o
+# reads input o % b of its group, the rest is zeros), which ConvertLayout does block; the
+# legalization then computes it as what it is, a depthwise convolution on the diagonal
+# (block_diagonal, weights only: computed once at import), not b times the work.
+
+
+def depthwise_as_grouped(block: int) -> Any:
+    """A Relax pass, before ConvertLayout: depthwise conv2d (NCHW, C > block channels, C a
+    multiple of `block`) -> the same convolution as groups of `block` channels."""
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    conv2d = tvm.ir.Op.get("relax.nn.conv2d")
+
+    @relax.expr_functor.mutator
+    class _Grouped(relax.PyExprMutator):
+        def visit_call_(self, call: Any) -> Any:
+            call = super().visit_call_(call)
+            if not isinstance(call, relax.Call) or call.op != conv2d:
+                return call
+            attrs, weight = call.attrs, call.args[1]
+            shape = [int(d) for d in weight.ty.shape]
+            channels = shape[0]
+            if (attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or shape[1] != 1
+                    or int(attrs.groups) != channels or channels % block
+                    or channels <= block):
+                return call
+            mask = np.zeros((channels, block, 1, 1), dtype=str(weight.ty.dtype))
+            mask[np.arange(channels), np.arange(channels) % block] = 1
+            diagonal = self.builder_.emit(relax.op.multiply(weight, relax.const(mask)))
+            return relax.op.nn.conv2d(
+                call.args[0], diagonal, strides=attrs.strides, padding=attrs.padding,
+                dilation=attrs.dilation, groups=channels // block, data_layout="NCHW",
+                kernel_layout="OIHW", out_layout=attrs.out_layout,
+                out_dtype=attrs.out_dtype if attrs.out_dtype != "" else None)
+
+    @tvm.transform.module_pass(opt_level=0, name="DepthwiseAsGrouped")
+    def rewrite(mod: Any, _context: Any) -> Any:
+        rewriter = _Grouped(mod)
+        for gvar, function in list(mod.functions.items()):
+            if isinstance(function, relax.Function):
+                rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
+        return rewriter.builder_.get()
+
+    return rewrite
+
+
+def _is_blocked_depthwise(call: Any) -> bool:
+    """A blocked conv2d of groups of one block whose weight (O/b, 1, KH, KW, b, b) is what
+    depthwise_as_grouped made: each group one block of channels in, one out."""
+    data = [int(d) for d in call.args[0].ty.shape]
+    weight = [int(d) for d in call.args[1].ty.shape]
+    groups = int(call.attrs.groups)
+    return (groups > 1 and len(data) == 5 and len(weight) == 6 and weight[1] == 1
+            and weight[4] == weight[5] == data[4] and groups * data[4] == data[1] * data[4]
+            and weight[0] == data[1])
+
+
+def block_diagonal(weight: Any) -> Any:
+    """(C/b, 1, KH, KW, b, b) block-diagonal weight -> its diagonal, (C/b, KH, KW, b)."""
+    from tvm import te
+
+    chunks, _, kernel_h, kernel_w, block, _ = (int(d) for d in weight.shape)
+    return te.compute((chunks, kernel_h, kernel_w, block),
+                      lambda c, kh, kw, b: weight[c, 0, kh, kw, b, b], name="block_diagonal")
+
+
+def depthwise_conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: list[int],
+                           dilation: list[int], out_dtype: str) -> Any:
+    """data (N, C/b, H, W, b), weight (C/b, KH, KW, b) -> (N, C/b, OH, OW, b): each channel
+    convolved with its own kernel, the vector lane innermost in data, weight and output."""
+    from tvm import te, topi
+
+    n, chunks, height, width, block = (int(d) for d in data.shape)
+    _, kernel_h, kernel_w, _ = (int(d) for d in weight.shape)
+    top, left, bottom, right = padding
+    out_h = (height + top + bottom - (kernel_h - 1) * dilation[0] - 1) // strides[0] + 1
+    out_w = (width + left + right - (kernel_w - 1) * dilation[1] - 1) // strides[1] + 1
+    if top or left or bottom or right:
+        data = topi.nn.pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0),
+                           name="data_pad")
+    kh = te.reduce_axis((0, kernel_h), name="kh")
+    kw = te.reduce_axis((0, kernel_w), name="kw")
+    return te.compute(
+        (n, chunks, out_h, out_w, block),
+        lambda b, c, oh, ow, lane: te.sum(
+            data[b, c, oh * strides[0] + kh * dilation[0], ow * strides[1] + kw * dilation[1],
+                 lane].astype(out_dtype) * weight[c, kh, kw, lane].astype(out_dtype),
+            axis=[kh, kw]),
+        name="depthwise_conv2d_NCHWc")

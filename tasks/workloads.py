@@ -10,10 +10,10 @@ from functools import lru_cache
 from typing import Any
 
 from core.errors import TenforgeError
-from core.graphs import CONV_LAYOUTS, MIXED_PRECISION, check_graph
+from core.graphs import BLOCKS, CONV_LAYOUTS, MIXED_PRECISION, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
-from tasks.blocked_conv import legalize_conv2d
+from tasks.blocked_conv import clip_as_max_min, depthwise_as_grouped, legalize_conv2d
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 
@@ -74,8 +74,10 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         from tasks.user_models import relax_with_weights
 
         mod, params = relax_with_weights(workload)
-    converted = [relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]})
-                 ] if graph in CONV_LAYOUTS else []
+    converted = [  # ReLU6 and depthwise convolutions stay blocked too (see there)
+        clip_as_max_min(), *([depthwise_as_grouped(BLOCKS[graph])] if graph in BLOCKS else []),
+        relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]}),
+    ] if graph in CONV_LAYOUTS else []
     # float16 operands and float16 sums. With float32 sums TVM 0.27 built 24 of 200 tensor-
     # core candidates on an H200: the cast back to float16 fuses into the matmul's function,
     # and its wmma store then writes float32 fragments into a float16 buffer

@@ -42,6 +42,30 @@ def make():
 '''
 
 
+# MobileNet-V2's inverted residual: 1x1 expand, ReLU6, 3x3 depthwise (stride 1 and 2), ReLU6,
+# 1x1 project. 32 channels: blocked by 8 and by 16, depthwise too; 40 only by 8.
+DEPTHWISE_CODE = '''
+import torch
+from torch import nn
+
+
+def block(channels, stride):
+    return nn.Sequential(
+        nn.Conv2d(16, channels, 1, bias=False), nn.BatchNorm2d(channels), nn.ReLU6(),
+        nn.Conv2d(channels, channels, 3, stride, 1, groups=channels, bias=False),
+        nn.BatchNorm2d(channels), nn.ReLU6(), nn.Conv2d(channels, 16, 1, bias=False))
+
+
+def make():
+    torch.manual_seed(0)
+    net = nn.Sequential(block(32, 1), block(40, 2)).eval()
+    for bn in (m for m in net.modules() if isinstance(m, nn.BatchNorm2d)):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    return net, (torch.randn(1, 16, 10, 10),)
+'''
+
+
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory):
     path = tmp_path_factory.mktemp("graphs") / "net.py"
@@ -294,3 +318,33 @@ def test_fp16_tensor_core_candidates_build_for_sm90(workload):
             tvm.compile(getattr(scheduled, "mod", scheduled), target=tvm.target.Target(gpu))
             built += 1
     assert built >= 4
+
+
+def test_depthwise_convolutions_and_relu6_stay_blocked_and_compute_the_same(tmp_path):
+    """ConvertLayout alone left each depthwise convolution NCHW and moved every ReLU6 back to
+    NCHW (relax.clip has no layout rule): layout transforms around both, and clips that no
+    longer fused. Now the 32-channel block is blocked through and through, the 40-channel one
+    (not a multiple of 16) only in nchw8c, and every graph computes what PyTorch does."""
+    import torch
+
+    from tasks.user_models import factory_module
+
+    path = tmp_path / "inverted.py"
+    path.write_text(DEPTHWISE_CODE)
+    workload = resolve_workload(f"{path}:make")
+    model, (x,) = factory_module(workload)
+    with torch.no_grad():
+        want = model(x).numpy()
+    names = {}
+    for graph in ("exported", "nchw8c", "nchw16c"):
+        fused, weights, _ = import_with_weights(workload, 1, None, graph)
+        np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+                                   atol=1e-5, err_msg=graph)
+        names[graph] = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
+    assert not any("clip" in n for n in names["nchw8c"] + names["nchw16c"]), names
+    depthwise8 = [n for n in names["nchw8c"] if n.startswith("fused_depthwise_conv2d_NCHWc")]
+    assert len(depthwise8) == 2 and all(n.endswith("maximum_minimum") or "maximum" in n
+                                        for n in depthwise8), names["nchw8c"]
+    assert sum(n.startswith("fused_depthwise_conv2d_NCHWc") for n in names["nchw16c"]) == 1
+    # 16 -> 32 -> 16 channels in nchw16c: no layout transform inside the first block
+    assert sum("layout_transform" in n for n in names["nchw8c"]) <= 2, names["nchw8c"]
