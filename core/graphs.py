@@ -18,8 +18,9 @@ from core.errors import TenforgeError
 # - "nchw8c" / "nchw16c": folded, with convolutions in NCHW[x]c, channels blocked by one
 #   vector's width (8 floats in AVX2, 16 in AVX-512): the innermost axis of output and weight
 #   is the vector, whatever the stride, and the layout flows through the batch norms, adds and
-#   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax). A
-#   convolution whose channels the block does not divide (an RGB stem) stays NCHW.
+#   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax), depthwise
+#   convolutions and ReLU6 included (tasks/blocked_conv.py). A convolution whose channels the
+#   block does not divide (an RGB stem) stays NCHW.
 # - "fp16": folded, in mixed precision (Relax's ToMixedPrecision): convolutions and matmuls
 #   take float16 operands and sum in float16 (TVM 0.27 builds few tensor-core candidates of
 #   float32 sums cast back, tasks/workloads.py), what lies between them runs in float16.

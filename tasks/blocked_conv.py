@@ -41,16 +41,11 @@ def conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: list[int],
                  dilation: list[int], out_dtype: str) -> Any:
     """data (N, C/b, H, W, b), weight (O/bo, C/b, KH, KW, b, bo) -> (N, O/bo, OH, OW, bo).
     padding is Relax's (top, left, bottom, right)."""
-    from tvm import te, topi
+    from tvm import te
 
-    n, ic_chunks, height, width, ic_block = (int(d) for d in data.shape)
+    n, ic_chunks, _, _, ic_block = (int(d) for d in data.shape)
     oc_chunks, _, kernel_h, kernel_w, _, oc_block = (int(d) for d in weight.shape)
-    top, left, bottom, right = padding
-    out_h = (height + top + bottom - (kernel_h - 1) * dilation[0] - 1) // strides[0] + 1
-    out_w = (width + left + right - (kernel_w - 1) * dilation[1] - 1) // strides[1] + 1
-    if top or left or bottom or right:
-        data = topi.nn.pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0),
-                           name="data_pad")
+    data, out_h, out_w = _padded(data, kernel_h, kernel_w, strides, padding, dilation)
     icc = te.reduce_axis((0, ic_chunks), name="icc")
     icb = te.reduce_axis((0, ic_block), name="icb")
     kh = te.reduce_axis((0, kernel_h), name="kh")
@@ -91,15 +86,7 @@ def clip_as_max_min() -> Any:
                                                                             dtype)))
             return relax.op.minimum(floor, relax.const(_number(high), dtype))
 
-    @tvm.transform.module_pass(opt_level=0, name="ClipAsMaxMin")
-    def split(mod: Any, _context: Any) -> Any:
-        rewriter = _Split(mod)
-        for gvar, function in list(mod.functions.items()):
-            if isinstance(function, relax.Function):
-                rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
-        return rewriter.builder_.get()
-
-    return split
+    return _rewriting_pass(_Split, "ClipAsMaxMin")
 
 
 def _number(bound: Any) -> float:
@@ -150,9 +137,17 @@ def depthwise_as_grouped(block: int) -> Any:
                 kernel_layout="OIHW", out_layout=attrs.out_layout,
                 out_dtype=attrs.out_dtype if attrs.out_dtype != "" else None)
 
-    @tvm.transform.module_pass(opt_level=0, name="DepthwiseAsGrouped")
+    return _rewriting_pass(_Grouped, "DepthwiseAsGrouped")
+
+
+def _rewriting_pass(mutator: Any, name: str) -> Any:
+    """A module pass that runs a relax.PyExprMutator class over every Relax function."""
+    import tvm
+    from tvm import relax
+
+    @tvm.transform.module_pass(opt_level=0, name=name)
     def rewrite(mod: Any, _context: Any) -> Any:
-        rewriter = _Grouped(mod)
+        rewriter = mutator(mod)
         for gvar, function in list(mod.functions.items()):
             if isinstance(function, relax.Function):
                 rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
@@ -185,16 +180,11 @@ def depthwise_conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: 
                            dilation: list[int], out_dtype: str) -> Any:
     """data (N, C/b, H, W, b), weight (C/b, KH, KW, b) -> (N, C/b, OH, OW, b): each channel
     convolved with its own kernel, the vector lane innermost in data, weight and output."""
-    from tvm import te, topi
+    from tvm import te
 
-    n, chunks, height, width, block = (int(d) for d in data.shape)
+    n, chunks, _, _, block = (int(d) for d in data.shape)
     _, kernel_h, kernel_w, _ = (int(d) for d in weight.shape)
-    top, left, bottom, right = padding
-    out_h = (height + top + bottom - (kernel_h - 1) * dilation[0] - 1) // strides[0] + 1
-    out_w = (width + left + right - (kernel_w - 1) * dilation[1] - 1) // strides[1] + 1
-    if top or left or bottom or right:
-        data = topi.nn.pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0),
-                           name="data_pad")
+    data, out_h, out_w = _padded(data, kernel_h, kernel_w, strides, padding, dilation)
     kh = te.reduce_axis((0, kernel_h), name="kh")
     kw = te.reduce_axis((0, kernel_w), name="kw")
     return te.compute(
@@ -204,3 +194,19 @@ def depthwise_conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: 
                  lane].astype(out_dtype) * weight[c, kh, kw, lane].astype(out_dtype),
             axis=[kh, kw]),
         name="depthwise_conv2d_NCHWc")
+
+
+def _padded(data: Any, kernel_h: int, kernel_w: int, strides: list[int], padding: list[int],
+            dilation: list[int]) -> tuple[Any, int, int]:
+    """(data (N, C/b, H, W, b) zero-padded by Relax's (top, left, bottom, right), the output's
+    height and width)."""
+    from tvm import topi
+
+    _, _, height, width, _ = (int(d) for d in data.shape)
+    top, left, bottom, right = padding
+    out_h = (height + top + bottom - (kernel_h - 1) * dilation[0] - 1) // strides[0] + 1
+    out_w = (width + left + right - (kernel_w - 1) * dilation[1] - 1) // strides[1] + 1
+    if top or left or bottom or right:
+        data = topi.nn.pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0),
+                           name="data_pad")
+    return data, out_h, out_w

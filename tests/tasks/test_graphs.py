@@ -66,6 +66,12 @@ def make():
 '''
 
 
+# An H100/H200 as TVM's CUDA target (its tag's attributes): sampling and building need no GPU
+SM90 = {"kind": "cuda", "arch": "sm_90a", "max_num_threads": 1024, "thread_warp_size": 32,
+        "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
+        "registers_per_block": 65536}
+
+
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory):
     path = tmp_path_factory.mktemp("graphs") / "net.py"
@@ -253,9 +259,7 @@ def test_fp16_gives_tensor_core_candidates_on_an_sm90_gpu(workload):
     convolutions and matmul with wmma (MetaSchedule's cuda-tensorcore rules, sm_80+)."""
     from tasks.sampling import sample_candidates
 
-    gpu = {"kind": "cuda", "arch": "sm_90a", "max_num_threads": 1024, "thread_warp_size": 32,
-           "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
-           "registers_per_block": 65536}
+    gpu = SM90
     tasks = split_into_tasks(import_with_weights(workload, 1, None, "fp16")[0], gpu)
     conv = next(t for t in tasks if t.task_name.startswith("fused_conv2d1"))
     assert "float16" in conv.mod_json
@@ -304,9 +308,7 @@ def test_fp16_tensor_core_candidates_build_for_sm90(workload):
     from core.tvm_env import load_tvm
     from tasks.sampling import apply_trace, sample_candidates
 
-    gpu = {"kind": "cuda", "arch": "sm_90a", "max_num_threads": 1024, "thread_warp_size": 32,
-           "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
-           "registers_per_block": 65536}
+    gpu = SM90
     tvm = load_tvm(gpu)
     tasks = split_into_tasks(import_with_weights(workload, 1, None, "fp16")[0], gpu)
     heavy = [t for t in tasks if t.task_name.startswith(("fused_conv2d", "fused_matmul"))]
