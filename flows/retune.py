@@ -58,7 +58,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
             nchw8c / nchw16c (folded, convolutions in NCHW with channels blocked by one
             AVX2 / AVX-512 vector), or blocked (the one of those two that is this CPU's
-            vector), or fp16 (a GPU's: folded, in mixed precision for its tensor cores). Default: blocked on a CPU, exported on a GPU (core.graphs.default_graph).
+            vector), or fp16 (a GPU's: folded, in mixed precision for its tensor cores).
+            Default: blocked on a CPU, exported on a GPU (core.graphs.default_graph).
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
             estimate over every task sooner and leaves the rest to the heaviest tasks.

@@ -19,22 +19,18 @@ def legalize_conv2d(bb: Any, call: Any) -> Any:
 
     attrs = call.attrs
     blocked = len(attrs.data_layout) > 4 and attrs.out_layout == attrs.data_layout
+    geometry = {"strides": [int(s) for s in attrs.strides],
+                "padding": [int(p) for p in attrs.padding],
+                "dilation": [int(d) for d in attrs.dilation],
+                "out_dtype": attrs.out_dtype if attrs.out_dtype != "" else call.args[0].ty.dtype}
     if blocked and _is_blocked_depthwise(call):
         compact = bb.emit_te(block_diagonal, call.args[1], primfunc_name_hint="block_diagonal")
-        return bb.call_te(
-            depthwise_conv2d_nchwc, call.args[0], compact,
-            strides=[int(s) for s in attrs.strides], padding=[int(p) for p in attrs.padding],
-            dilation=[int(d) for d in attrs.dilation],
-            out_dtype=attrs.out_dtype if attrs.out_dtype != "" else call.args[0].ty.dtype,
-            primfunc_name_hint="depthwise_conv2d_NCHWc")
+        return bb.call_te(depthwise_conv2d_nchwc, call.args[0], compact, **geometry,
+                          primfunc_name_hint="depthwise_conv2d_NCHWc")
     if not blocked or int(attrs.groups) != 1:
         return _nn_conv2d(bb, call)  # TVM's rule (and its refusal of what it cannot do)
-    return bb.call_te(
-        conv2d_nchwc, call.args[0], call.args[1],
-        strides=[int(s) for s in attrs.strides], padding=[int(p) for p in attrs.padding],
-        dilation=[int(d) for d in attrs.dilation],
-        out_dtype=attrs.out_dtype if attrs.out_dtype != "" else call.args[0].ty.dtype,
-        primfunc_name_hint="conv2d_NCHWc")
+    return bb.call_te(conv2d_nchwc, call.args[0], call.args[1], **geometry,
+                      primfunc_name_hint="conv2d_NCHWc")
 
 
 def conv2d_nchwc(data: Any, weight: Any, strides: list[int], padding: list[int],
@@ -162,9 +158,8 @@ def _is_blocked_depthwise(call: Any) -> bool:
     data = [int(d) for d in call.args[0].ty.shape]
     weight = [int(d) for d in call.args[1].ty.shape]
     groups = int(call.attrs.groups)
-    return (groups > 1 and len(data) == 5 and len(weight) == 6 and weight[1] == 1
-            and weight[4] == weight[5] == data[4] and groups * data[4] == data[1] * data[4]
-            and weight[0] == data[1])
+    return (len(data) == 5 and len(weight) == 6 and groups > 1 and groups == data[1] == weight[0]
+            and weight[1] == 1 and weight[4] == weight[5] == data[4])
 
 
 def block_diagonal(weight: Any) -> Any:

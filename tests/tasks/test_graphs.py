@@ -1,6 +1,8 @@
 """Graph preparations (core.graphs.GRAPHS): every one computes what PyTorch computes, and
 "folded" / "nhwc" leave no weight-only work in `main` (it runs once, on the weights)."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -299,7 +301,7 @@ def test_collect_prepares_the_resolved_graph_and_its_shard_says_how(db, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None,
+@pytest.mark.skipif(shutil.which("nvcc") is None,
                     reason="building CUDA kernels needs nvcc (running them needs no GPU here)")
 def test_fp16_tensor_core_candidates_build_for_sm90(workload):
     """TVM 0.27 built 24 of 200 wmma candidates on an H200 when the sums were float32 cast back
