@@ -65,24 +65,15 @@ def clip_as_max_min() -> Any:
     convolution before it) and another transform; the clips alone were 15.6% of the tuned
     network's estimate (docs/tuning-results.md). maximum and minimum are elementwise
     operators it does lay out, so ReLU6 stays blocked and fuses into its convolution."""
-    import tvm
     from tvm import relax
 
-    clip = tvm.ir.Op.get("relax.clip")
+    def split(builder: Any, call: Any) -> Any:
+        data, low, high = call.args
+        dtype = data.ty.dtype
+        floor = builder.emit(relax.op.maximum(data, relax.const(_number(low), dtype)))
+        return relax.op.minimum(floor, relax.const(_number(high), dtype))
 
-    @relax.expr_functor.mutator
-    class _Split(relax.PyExprMutator):
-        def visit_call_(self, call: Any) -> Any:
-            call = super().visit_call_(call)
-            if not isinstance(call, relax.Call) or call.op != clip:
-                return call
-            data, low, high = call.args
-            dtype = data.ty.dtype
-            floor = self.builder_.emit(relax.op.maximum(data, relax.const(_number(low),
-                                                                            dtype)))
-            return relax.op.minimum(floor, relax.const(_number(high), dtype))
-
-    return _rewriting_pass(_Split, "ClipAsMaxMin")
+    return _call_rewriting_pass("relax.clip", split, "ClipAsMaxMin")
 
 
 def _number(bound: Any) -> float:
@@ -106,50 +97,52 @@ def depthwise_as_grouped(block: int) -> Any:
     """A Relax pass, before ConvertLayout: depthwise conv2d (NCHW, C > block channels, C a
     multiple of `block`) -> the same convolution as groups of `block` channels."""
     import numpy as np
+    from tvm import relax
+
+    def grouped(builder: Any, call: Any) -> Any:
+        attrs, weight = call.attrs, call.args[1]
+        shape = [int(d) for d in weight.ty.shape]
+        channels = shape[0]
+        if (attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or shape[1] != 1
+                or int(attrs.groups) != channels or channels % block or channels <= block):
+            return call
+        mask = np.zeros((channels, block, 1, 1), dtype=str(weight.ty.dtype))
+        mask[np.arange(channels), np.arange(channels) % block] = 1
+        diagonal = builder.emit(relax.op.multiply(weight, relax.const(mask)))
+        return relax.op.nn.conv2d(
+            call.args[0], diagonal, strides=attrs.strides, padding=attrs.padding,
+            dilation=attrs.dilation, groups=channels // block, data_layout="NCHW",
+            kernel_layout="OIHW", out_layout=attrs.out_layout,
+            out_dtype=attrs.out_dtype if attrs.out_dtype != "" else None)
+
+    return _call_rewriting_pass("relax.nn.conv2d", grouped, "DepthwiseAsGrouped")
+
+
+def _call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
+    """A module pass that replaces each call of Relax operator `op_name`, in every Relax
+    function, by `rewrite(builder, call)` (the call itself where it does not apply)."""
     import tvm
     from tvm import relax
 
-    conv2d = tvm.ir.Op.get("relax.nn.conv2d")
+    op = tvm.ir.Op.get(op_name)
 
     @relax.expr_functor.mutator
-    class _Grouped(relax.PyExprMutator):
+    class _Rewriter(relax.PyExprMutator):
         def visit_call_(self, call: Any) -> Any:
             call = super().visit_call_(call)
-            if not isinstance(call, relax.Call) or call.op != conv2d:
-                return call
-            attrs, weight = call.attrs, call.args[1]
-            shape = [int(d) for d in weight.ty.shape]
-            channels = shape[0]
-            if (attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or shape[1] != 1
-                    or int(attrs.groups) != channels or channels % block
-                    or channels <= block):
-                return call
-            mask = np.zeros((channels, block, 1, 1), dtype=str(weight.ty.dtype))
-            mask[np.arange(channels), np.arange(channels) % block] = 1
-            diagonal = self.builder_.emit(relax.op.multiply(weight, relax.const(mask)))
-            return relax.op.nn.conv2d(
-                call.args[0], diagonal, strides=attrs.strides, padding=attrs.padding,
-                dilation=attrs.dilation, groups=channels // block, data_layout="NCHW",
-                kernel_layout="OIHW", out_layout=attrs.out_layout,
-                out_dtype=attrs.out_dtype if attrs.out_dtype != "" else None)
-
-    return _rewriting_pass(_Grouped, "DepthwiseAsGrouped")
-
-
-def _rewriting_pass(mutator: Any, name: str) -> Any:
-    """A module pass that runs a relax.PyExprMutator class over every Relax function."""
-    import tvm
-    from tvm import relax
+            if isinstance(call, relax.Call) and call.op == op:
+                return rewrite(self.builder_, call)
+            return call
 
     @tvm.transform.module_pass(opt_level=0, name=name)
-    def rewrite(mod: Any, _context: Any) -> Any:
-        rewriter = mutator(mod)
+    def run(mod: Any, _context: Any) -> Any:
+        rewriter = _Rewriter(mod)
         for gvar, function in list(mod.functions.items()):
             if isinstance(function, relax.Function):
                 rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
         return rewriter.builder_.get()
 
-    return rewrite
+    return run
 
 
 def _is_blocked_depthwise(call: Any) -> bool:
