@@ -118,6 +118,40 @@ def depthwise_as_grouped(block: int) -> Any:
     return _call_rewriting_pass("relax.nn.conv2d", grouped, "DepthwiseAsGrouped")
 
 
+# Relax's reductions, which ConvertLayout lays out (their layout rules keep a blocked layout)
+_REDUCTIONS = ("relax.mean", "relax.sum", "relax.max", "relax.min", "relax.prod",
+               "relax.variance", "relax.std")
+
+
+def reduction_before_layer_norm_unblocked() -> Any:
+    """A Relax pass, before ConvertLayout in the blocked graphs: a reduction whose result a
+    layer_norm takes is legalized to its TIR function at once (a call_tir, whose arguments
+    ConvertLayout gives in the layout the graph had), so it reduces the unblocked tensor.
+
+    ConvertLayout carries a blocked layout through a reduction over the spatial axes (a
+    global average pool written as x.mean((2, 3))), and layer_norm's layout rule then maps
+    the normalized axis onto that layout's outer channel axis (TVM 0.27): ConvNeXt's head
+    (mean, then norm) failed to import in nchw16c ("... (48,) and (768,) that are unequal":
+    768 channels in blocks of 16), the default graph on AVX-512. A permute_dims before a
+    channels-last norm, its blocks', is laid out right and is left alone."""
+    import tvm
+    from tvm import relax
+
+    reductions = [tvm.ir.Op.get(name) for name in _REDUCTIONS]
+
+    def from_unblocked(builder: Any, call: Any) -> Any:
+        data = call.args[0]
+        bound = builder.lookup_binding(data) if isinstance(data, relax.Var) else None
+        if not (isinstance(bound, relax.Call) and any(bound.op == op for op in reductions)):
+            return call
+        legalize = bound.op.get_attr("FLegalize")
+        data = builder.emit(legalize(builder, bound))
+        return relax.Call(call.op, [data, *call.args[1:]], call.attrs, call.ty_args)
+
+    return _call_rewriting_pass("relax.nn.layer_norm", from_unblocked,
+                                "ReductionBeforeLayerNormUnblocked")
+
+
 def _call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
     """A module pass that replaces each call of Relax operator `op_name`, in every Relax
     function, by `rewrite(builder, call)` (the call itself where it does not apply)."""

@@ -68,6 +68,53 @@ def make():
 '''
 
 
+# ConvNeXt in small: blocks of 7x7 depthwise and a channels-last layer norm (permute, norm,
+# linear, permute back) with a residual, a channels-first norm before the downsampling
+# convolution, and a norm of the spatial mean at the head. 32 and 64 channels: blocked by 8
+# and by 16.
+LAYER_NORM_CODE = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, 7, 1, 3, groups=dim)
+        self.norm = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        y = self.norm(self.dwconv(x).permute(0, 2, 3, 1))
+        return x + self.mlp(y).permute(0, 3, 1, 2)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 32, 2, 2)
+        self.block1 = Block(32)
+        self.down_norm = nn.LayerNorm(32)
+        self.down = nn.Conv2d(32, 64, 2, 2)
+        self.block2 = Block(64)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, x):
+        x = self.block1(self.stem(x))
+        x = self.down_norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.norm(self.block2(self.down(x)).mean((2, 3)))
+
+
+def make():
+    torch.manual_seed(0)
+    net = Net().eval()
+    for norm in (m for m in net.modules() if isinstance(m, nn.LayerNorm)):
+        norm.weight.data.uniform_(0.5, 2)  # not the identity a fresh norm is
+        norm.bias.data.uniform_(-1, 1)
+    return net, (torch.randn(1, 3, 16, 16),)
+'''
+
+
 # An H100/H200 as TVM's CUDA target (its tag's attributes): sampling and building need no GPU
 SM90 = {"kind": "cuda", "arch": "sm_90a", "max_num_threads": 1024, "thread_warp_size": 32,
         "max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
@@ -352,3 +399,27 @@ def test_depthwise_convolutions_and_relu6_stay_blocked_and_compute_the_same(tmp_
     assert sum(n.startswith("fused_depthwise_conv2d_NCHWc") for n in names["nchw16c"]) == 1
     # 16 -> 32 -> 16 channels in nchw16c: no layout transform inside the first block
     assert sum("layout_transform" in n for n in names["nchw8c"]) <= 2, names["nchw8c"]
+
+
+def test_a_layer_norm_of_a_blocked_spatial_mean_imports_and_computes_the_same(
+        tmp_path):
+    """ConvertLayout carried the blocked layout through the head's spatial mean into
+    layer_norm, whose rule then normalized over the outer channel axis: ConvNeXt failed to
+    import in nchw8c and nchw16c (the default graph on every x86 CPU). Now that mean reduces
+    the unblocked tensor, and the network computes what PyTorch does."""
+    import torch
+
+    from tasks.user_models import factory_module
+
+    path = tmp_path / "convnext_block.py"
+    path.write_text(LAYER_NORM_CODE)
+    workload = resolve_workload(f"{path}:make")
+    model, (x,) = factory_module(workload)
+    with torch.no_grad():
+        want = model(x).numpy()
+    for graph in ("nchw8c", "nchw16c"):
+        fused, weights, _ = import_with_weights(workload, 1, None, graph)
+        names = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
+        assert any(n.startswith("fused_depthwise_conv2d_NCHWc") for n in names), names
+        np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+                                   atol=1e-5, err_msg=graph)
