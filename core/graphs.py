@@ -19,8 +19,9 @@ from core.errors import TenforgeError
 #   vector's width (8 floats in AVX2, 16 in AVX-512): the innermost axis of output and weight
 #   is the vector, whatever the stride, and the layout flows through the batch norms, adds and
 #   ReLUs between convolutions (NeoCPU's layout, TVM's x86 default before Relax), depthwise
-#   convolutions and ReLU6 included (tasks/blocked_conv.py). A convolution whose channels the
-#   block does not divide (an RGB stem) stays NCHW.
+#   convolutions and ReLU6 included, a layer norm's input reduced unblocked
+#   (tasks/blocked_conv.py). A convolution whose channels the block does not divide (an RGB
+#   stem) stays NCHW.
 # - "fp16": folded, in mixed precision (Relax's ToMixedPrecision): convolutions and matmuls
 #   take float16 operands and sum in float16 (TVM 0.27 builds few tensor-core candidates of
 #   float32 sums cast back, tasks/workloads.py), what lies between them runs in float16.
