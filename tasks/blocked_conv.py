@@ -132,8 +132,8 @@ def reduction_before_layer_norm_unblocked() -> Any:
     global average pool written as x.mean((2, 3))), and layer_norm's layout rule then maps
     the normalized axis onto that layout's outer channel axis (TVM 0.27): ConvNeXt's head
     (mean, then norm) failed to import in nchw16c ("... (48,) and (768,) that are unequal":
-    768 channels in blocks of 16), the default graph on AVX-512. A permute_dims before a
-    channels-last norm, its blocks', is laid out right and is left alone."""
+    768 channels in blocks of 16), the default graph on AVX-512. The permute_dims before each
+    of its blocks' channels-last norms is laid out right, and is left alone."""
     import tvm
     from tvm import relax
 
