@@ -144,6 +144,21 @@ def run_untuned(fused, weights, x):
     return (out if hasattr(out, "numpy") else out[0]).numpy()
 
 
+def user_network(tmp_path, name, code):
+    """The network that `code`'s make() builds, as a workload, with its input and PyTorch's
+    output for it."""
+    import torch
+
+    from tasks.user_models import factory_module
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(code)
+    workload = resolve_workload(f"{path}:make")
+    model, (x,) = factory_module(workload)
+    with torch.no_grad():
+        return workload, x.numpy(), model(x).numpy()
+
+
 def test_every_graph_computes_what_pytorch_computes(workload):
     import torch
 
@@ -285,21 +300,12 @@ WIDE_CODE = USER_CODE.replace("nn.Conv2d(3, 8,", "nn.Conv2d(3, 16,").replace(
 def test_nchw16c_blocks_sixteen_channels_and_computes_what_pytorch_computes(tmp_path):
     """AVX-512's block: the 16-channel convolution becomes conv2d_NCHWc (whatever CPU runs the
     test: the layout is plain TIR), and the network's output is PyTorch's."""
-    import torch
-
-    from tasks.user_models import factory_module
-
-    path = tmp_path / "wide.py"
-    path.write_text(WIDE_CODE)
-    wide = resolve_workload(f"{path}:make")
-    model, (x,) = factory_module(wide)
-    with torch.no_grad():
-        want = model(x).numpy()
+    wide, x, want = user_network(tmp_path, "wide", WIDE_CODE)
     fused, weights, _ = import_with_weights(wide, 1, None, "nchw16c")
     names = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
     assert any(n.startswith("fused_conv2d_NCHWc") for n in names), names
     assert (1, 1, 3, 3, 16, 16) in [w.shape for w in weights]
-    np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+    np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=1e-4,
                                atol=1e-5)
 
 
@@ -376,20 +382,11 @@ def test_depthwise_convolutions_and_relu6_stay_blocked_and_compute_the_same(tmp_
     NCHW (relax.clip has no layout rule): layout transforms around both, and clips that no
     longer fused. Now the 32-channel block is blocked through and through, the 40-channel one
     (not a multiple of 16) only in nchw8c, and every graph computes what PyTorch does."""
-    import torch
-
-    from tasks.user_models import factory_module
-
-    path = tmp_path / "inverted.py"
-    path.write_text(DEPTHWISE_CODE)
-    workload = resolve_workload(f"{path}:make")
-    model, (x,) = factory_module(workload)
-    with torch.no_grad():
-        want = model(x).numpy()
+    workload, x, want = user_network(tmp_path, "inverted", DEPTHWISE_CODE)
     names = {}
     for graph in ("exported", "nchw8c", "nchw16c"):
         fused, weights, _ = import_with_weights(workload, 1, None, graph)
-        np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+        np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=1e-4,
                                    atol=1e-5, err_msg=graph)
         names[graph] = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
     assert not any("clip" in n for n in names["nchw8c"] + names["nchw16c"]), names
@@ -407,19 +404,10 @@ def test_a_layer_norm_of_a_blocked_spatial_mean_imports_and_computes_the_same(
     layer_norm, whose rule then normalized over the outer channel axis: ConvNeXt failed to
     import in nchw8c and nchw16c (the default graph on every x86 CPU). Now that mean reduces
     the unblocked tensor, and the network computes what PyTorch does."""
-    import torch
-
-    from tasks.user_models import factory_module
-
-    path = tmp_path / "convnext_block.py"
-    path.write_text(LAYER_NORM_CODE)
-    workload = resolve_workload(f"{path}:make")
-    model, (x,) = factory_module(workload)
-    with torch.no_grad():
-        want = model(x).numpy()
+    workload, x, want = user_network(tmp_path, "convnext_small", LAYER_NORM_CODE)
     for graph in ("nchw8c", "nchw16c"):
         fused, weights, _ = import_with_weights(workload, 1, None, graph)
         names = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
         assert any(n.startswith("fused_depthwise_conv2d_NCHWc") for n in names), names
-        np.testing.assert_allclose(run_untuned(fused, weights, x.numpy()), want, rtol=1e-4,
+        np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=1e-4,
                                    atol=1e-5, err_msg=graph)
