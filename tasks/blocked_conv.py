@@ -137,12 +137,11 @@ def reduction_before_layer_norm_unblocked() -> Any:
     import tvm
     from tvm import relax
 
-    reductions = [tvm.ir.Op.get(name) for name in _REDUCTIONS]
-
     def from_unblocked(builder: Any, call: Any) -> Any:
         data = call.args[0]
         bound = builder.lookup_binding(data) if isinstance(data, relax.Var) else None
-        if not (isinstance(bound, relax.Call) and any(bound.op == op for op in reductions)):
+        if not (isinstance(bound, relax.Call) and isinstance(bound.op, tvm.ir.Op)
+                and bound.op.name in _REDUCTIONS):
             return call
         legalize = bound.op.get_attr("FLegalize")
         data = builder.emit(legalize(builder, bound))

@@ -13,8 +13,12 @@ from core.errors import TenforgeError
 from core.graphs import BLOCKS, CONV_LAYOUTS, MIXED_PRECISION, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
-from tasks.blocked_conv import (clip_as_max_min, depthwise_as_grouped, legalize_conv2d,
-                                 reduction_before_layer_norm_unblocked)
+from tasks.blocked_conv import (
+    clip_as_max_min,
+    depthwise_as_grouped,
+    legalize_conv2d,
+    reduction_before_layer_norm_unblocked,
+)
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 
@@ -77,7 +81,7 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         mod, params = relax_with_weights(workload)
     blocked = [depthwise_as_grouped(BLOCKS[graph]), reduction_before_layer_norm_unblocked()
                ] if graph in BLOCKS else []
-    converted = [  # ReLU6 and depthwise convolutions stay blocked too (see there)
+    converted = [  # ReLU6, depthwise convolutions and norms of reductions too (see there)
         clip_as_max_min(), *blocked,
         relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]}),
     ] if graph in CONV_LAYOUTS else []
