@@ -11,9 +11,10 @@ from core.errors import TenforgeError
 # How a network's graph is prepared before it is split into tasks (graph-level levers):
 # - "exported": as torch.export gives it (weights are inputs of every inference, computations
 #   on them included; the seed's tasks are these);
-# - "folded": what depends on the weights alone (weight transposes, batch norm's
-#   sqrt(var + eps), broadcasts of its vectors) is computed once, at load, so no inference
-#   pays for it, and the operators after a convolution fuse into it;
+# - "folded": what depends on the weights alone (weight transposes, a batch norm after a
+#   convolution folded into its weights and one bias, tasks/batch_norm_fold.py; any other
+#   norm's sqrt(var + eps) and broadcasts) is computed once, at load, so no inference pays
+#   for it, and the operators after a convolution fuse into it;
 # - "nhwc": folded, with convolutions in NHWC (channels innermost, where x86 vectorizes);
 # - "nchw8c" / "nchw16c": folded, with convolutions in NCHW[x]c, channels blocked by one
 #   vector's width (8 floats in AVX2, 16 in AVX-512): the innermost axis of output and weight

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.relax_rewrite import call_rewriting_pass
+
 
 def legalize_conv2d(bb: Any, call: Any) -> Any:
     """LegalizeOps's rule for relax.nn.conv2d: TVM's own, except for channel-blocked data
@@ -73,7 +75,7 @@ def clip_as_max_min() -> Any:
         floor = builder.emit(relax.op.maximum(data, relax.const(_number(low), dtype)))
         return relax.op.minimum(floor, relax.const(_number(high), dtype))
 
-    return _call_rewriting_pass("relax.clip", split, "ClipAsMaxMin")
+    return call_rewriting_pass("relax.clip", split, "ClipAsMaxMin")
 
 
 def _number(bound: Any) -> float:
@@ -115,7 +117,7 @@ def depthwise_as_grouped(block: int) -> Any:
             kernel_layout="OIHW", out_layout=attrs.out_layout,
             out_dtype=attrs.out_dtype if attrs.out_dtype != "" else None)
 
-    return _call_rewriting_pass("relax.nn.conv2d", grouped, "DepthwiseAsGrouped")
+    return call_rewriting_pass("relax.nn.conv2d", grouped, "DepthwiseAsGrouped")
 
 
 # Relax's reductions, which ConvertLayout lays out (their layout rules keep a blocked layout)
@@ -147,35 +149,8 @@ def reduction_before_layer_norm_unblocked() -> Any:
         data = builder.emit(legalize(builder, bound))
         return relax.Call(call.op, [data, *call.args[1:]], call.attrs, call.ty_args)
 
-    return _call_rewriting_pass("relax.nn.layer_norm", from_unblocked,
+    return call_rewriting_pass("relax.nn.layer_norm", from_unblocked,
                                 "ReductionBeforeLayerNormUnblocked")
-
-
-def _call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
-    """A module pass that replaces each call of Relax operator `op_name`, in every Relax
-    function, by `rewrite(builder, call)` (the call itself where it does not apply)."""
-    import tvm
-    from tvm import relax
-
-    op = tvm.ir.Op.get(op_name)
-
-    @relax.expr_functor.mutator
-    class _Rewriter(relax.PyExprMutator):
-        def visit_call_(self, call: Any) -> Any:
-            call = super().visit_call_(call)
-            if isinstance(call, relax.Call) and call.op == op:
-                return rewrite(self.builder_, call)
-            return call
-
-    @tvm.transform.module_pass(opt_level=0, name=name)
-    def run(mod: Any, _context: Any) -> Any:
-        rewriter = _Rewriter(mod)
-        for gvar, function in list(mod.functions.items()):
-            if isinstance(function, relax.Function):
-                rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
-        return rewriter.builder_.get()
-
-    return run
 
 
 def _is_blocked_depthwise(call: Any) -> bool:

@@ -13,6 +13,7 @@ from core.errors import TenforgeError
 from core.graphs import BLOCKS, CONV_LAYOUTS, MIXED_PRECISION, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
+from tasks.batch_norm_fold import batch_norm_into_conv
 from tasks.blocked_conv import (
     clip_as_max_min,
     depthwise_as_grouped,
@@ -91,7 +92,11 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
     # ("tvm_access_ptr element type must match"; docs/seed-dataset.md).
     mixed = [relax.transform.ToMixedPrecision(out_dtype="float16")
              ] if graph == MIXED_PRECISION else []
+    # a prepared graph computes its weights once at load: a batch norm after a convolution
+    # becomes part of them (tasks/batch_norm_fold.py) instead of four operations an output
+    folded = [batch_norm_into_conv()] if graph != "exported" else []
     legalized = tvm.transform.Sequential([
+        *folded,
         relax.transform.DecomposeOpsForInference(),
         *mixed,
         *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR

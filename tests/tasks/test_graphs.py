@@ -68,6 +68,48 @@ def make():
 '''
 
 
+# The batch norms a convolution's output meets: after a conv with a bias, after a
+# depthwise one, without affine parameters, after another norm (not foldable: it stays), and
+# after a convolution whose output a residual reads too.
+BATCH_NORM_CODE = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 2, 1)
+        self.bn_stem = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, 1, 1, groups=16, bias=False)
+        self.bn_dw = nn.BatchNorm2d(16, affine=False)
+        self.project = nn.Conv2d(16, 16, 1, bias=False)
+        self.bn_project = nn.BatchNorm2d(16)
+        self.bn_again = nn.BatchNorm2d(16)
+        self.shared = nn.Conv2d(16, 16, 1)
+        self.bn_shared = nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        x = torch.relu(self.bn_stem(self.stem(x)))
+        x = torch.relu(self.bn_dw(self.dw(x)))
+        x = self.bn_again(self.bn_project(self.project(x)))
+        y = self.shared(x)
+        return torch.relu(self.bn_shared(y)) + y
+
+
+def make():
+    torch.manual_seed(0)
+    net = Net().eval()
+    for bn in (m for m in net.modules() if isinstance(m, nn.BatchNorm2d)):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        if bn.affine:
+            bn.weight.data.uniform_(0.5, 2)
+            bn.bias.data.uniform_(-1, 1)
+    return net, (torch.randn(1, 3, 16, 16),)
+'''
+
+
 # ConvNeXt in small: blocks of 7x7 depthwise and a channels-last layer norm (permute, norm,
 # linear, permute back) with a residual, a channels-first norm before the downsampling
 # convolution, and a norm of the spatial mean at the head. 32 and 64 channels: blocked by 8
@@ -411,3 +453,21 @@ def test_a_layer_norm_of_a_blocked_spatial_mean_imports_and_computes_the_same(
         assert any(n.startswith("fused_depthwise_conv2d_NCHWc") for n in names), names
         np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=1e-4,
                                    atol=1e-5, err_msg=graph)
+
+
+def test_a_prepared_graph_folds_batch_norms_into_the_convolutions_before_them(tmp_path):
+    """Every prepared graph computes what PyTorch computes with its batch norms folded into
+    the convolutions' weights: a convolution's epilogue keeps no divide, except where the
+    norm follows another norm (not a convolution), which stays as it was."""
+    workload, x, want = user_network(tmp_path, "batch_norms", BATCH_NORM_CODE)
+    for graph in GRAPHS:
+        fused, weights, _ = import_with_weights(workload, 1, None, graph)
+        tolerance = 2e-2 if graph == MIXED_PRECISION else 1e-4
+        np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=tolerance,
+                                   atol=tolerance / 10, err_msg=graph)
+        names = [t.task_name for t in split_into_tasks(fused, LOCAL_TARGET)]
+        divides = [n for n in names if "divide" in n]
+        if graph == "exported":  # as torch.export gives it: every norm decomposed
+            assert len(divides) >= 4, names
+        else:  # bn_again alone, fused into the projection's task
+            assert len(divides) == 1, (graph, names)

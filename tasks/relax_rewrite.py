@@ -1,0 +1,35 @@
+"""One helper for the graph preparations' Relax passes (tasks/blocked_conv.py,
+tasks/batch_norm_fold.py): rewrite every call of one operator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
+    """A module pass that replaces each call of Relax operator `op_name`, in every Relax
+    function, by `rewrite(builder, call)` (the call itself where it does not apply). The
+    builder's `lookup_binding(var)` gives the (rewritten) call a dataflow var is bound to, so
+    a rewrite can look back at the operators that made its arguments."""
+    import tvm
+    from tvm import relax
+
+    op = tvm.ir.Op.get(op_name)
+
+    @relax.expr_functor.mutator
+    class _Rewriter(relax.PyExprMutator):
+        def visit_call_(self, call: Any) -> Any:
+            call = super().visit_call_(call)
+            if isinstance(call, relax.Call) and call.op == op:
+                return rewrite(self.builder_, call)
+            return call
+
+    @tvm.transform.module_pass(opt_level=0, name=name)
+    def run(mod: Any, _context: Any) -> Any:
+        rewriter = _Rewriter(mod)
+        for gvar, function in list(mod.functions.items()):
+            if isinstance(function, relax.Function):
+                rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
+        return rewriter.builder_.get()
+
+    return run
