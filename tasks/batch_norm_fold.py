@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.relax_rewrite import call_rewriting_pass
+from tasks.relax_rewrite import bound_call, call_rewriting_pass
 
 
 def batch_norm_into_conv() -> Any:
@@ -67,29 +67,20 @@ def batch_norm_into_conv() -> Any:
 def _conv_and_bias(builder: Any, data: Any) -> tuple[Any, Any]:
     """(the NCHW/OIHW conv2d call that `data` is, or is plus a (1, C, 1, 1) bias, and that
     bias or None), or (None, None)."""
-    import tvm
-    from tvm import relax
-
-    def bound_call(expr: Any, op_name: str) -> Any:
-        call = builder.lookup_binding(expr) if isinstance(expr, relax.Var) else None
-        if (isinstance(call, relax.Call) and isinstance(call.op, tvm.ir.Op)
-                and call.op.name == op_name):
-            return call
-        return None
 
     def plain_conv(call: Any) -> bool:
         attrs = call.attrs
         return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW"
                 and attrs.out_layout == "NCHW")
 
-    conv = bound_call(data, "relax.nn.conv2d")
+    conv = bound_call(builder, data, ["relax.nn.conv2d"])
     if conv is not None:
         return (conv, None) if plain_conv(conv) else (None, None)
-    add = bound_call(data, "relax.add")
+    add = bound_call(builder, data, ["relax.add"])
     if add is None:
         return None, None
     for left, right in (add.args, add.args[::-1]):
-        conv = bound_call(left, "relax.nn.conv2d")
+        conv = bound_call(builder, left, ["relax.nn.conv2d"])
         if conv is None or not plain_conv(conv):
             continue
         channels = int(conv.args[1].ty.shape[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.relax_rewrite import call_rewriting_pass
+from tasks.relax_rewrite import bound_call, call_rewriting_pass
 
 
 def legalize_conv2d(bb: Any, call: Any) -> Any:
@@ -136,14 +136,11 @@ def reduction_before_layer_norm_unblocked() -> Any:
     (mean, then norm) failed to import in nchw16c ("... (48,) and (768,) that are unequal":
     768 channels in blocks of 16), the default graph on AVX-512. The permute_dims before each
     of its blocks' channels-last norms is laid out right, and is left alone."""
-    import tvm
     from tvm import relax
 
     def from_unblocked(builder: Any, call: Any) -> Any:
-        data = call.args[0]
-        bound = builder.lookup_binding(data) if isinstance(data, relax.Var) else None
-        if not (isinstance(bound, relax.Call) and isinstance(bound.op, tvm.ir.Op)
-                and bound.op.name in _REDUCTIONS):
+        bound = bound_call(builder, call.args[0], _REDUCTIONS)
+        if bound is None:
             return call
         legalize = bound.op.get_attr("FLegalize")
         data = builder.emit(legalize(builder, bound))

@@ -1,8 +1,10 @@
-"""One helper for the graph preparations' Relax passes (tasks/blocked_conv.py,
-tasks/batch_norm_fold.py): rewrite every call of one operator."""
+"""Helpers for the graph preparations' Relax passes (tasks/blocked_conv.py,
+tasks/batch_norm_fold.py): rewrite every call of one operator, and look back from a call's
+argument to the operator that made it."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 
@@ -33,3 +35,17 @@ def call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
         return rewriter.builder_.get()
 
     return run
+
+
+def bound_call(builder: Any, expr: Any, op_names: Collection[str]) -> Any:
+    """The call of one of the Relax operators `op_names` that dataflow var `expr` is bound to
+    in `builder` (the rewritten one, inside a call_rewriting_pass), or None: a constant, a
+    function parameter, another operator."""
+    import tvm
+    from tvm import relax
+
+    call = builder.lookup_binding(expr) if isinstance(expr, relax.Var) else None
+    if (isinstance(call, relax.Call) and isinstance(call.op, tvm.ir.Op)
+            and call.op.name in op_names):
+        return call
+    return None
