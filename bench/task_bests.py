@@ -10,7 +10,8 @@ end-to-end time is the bench's other column).
     .venv/bin/python bench/task_bests.py BEFORE_DB[,BEFORE_DB...] AFTER_DB[,AFTER_DB...] [--top 20]
 
 A database is a folder with MetaSchedule's database_workload.json and
-database_tuning_record.json (a retune's or a tuning-matrix cell's).
+database_tuning_record.json (a retune's or a tuning-matrix cell's); a record is failed as
+storage.ms_database reads it (run_secs 1e10 or missing).
 """
 
 from __future__ import annotations
@@ -22,26 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.tvm_env import load_tvm
-
-FAILED_S = 1e9  # MetaSchedule writes a failed candidate's run_secs as 1e10
+from storage.ms_database import MS_FAILED_RUN_SECS, RECORD_FILE, WORKLOAD_FILE, open_json_database
 
 
 def task_bests(folder: str) -> dict[tuple, float]:
-    """{(data shape, weight shape, output shape): best valid mean run seconds} of one database."""
-    load_tvm("llvm")
+    """{(data shape, weight shape, output shape): fastest run (of a record's run_secs) of its
+    valid records} of one database."""
+    database = open_json_database(Path(folder), create=False)
     from tvm.s_tir import meta_schedule as ms
 
-    database = ms.database.JSONDatabase(
-        path_workload=f"{folder}/database_workload.json",
-        path_tuning_record=f"{folder}/database_tuning_record.json")
     bests: dict[tuple, float] = {}
     for record in database.get_all_tuning_records():
-        if not record.run_secs:
+        secs = [float(s) for s in record.run_secs or []]
+        if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):  # as storage reads them
             continue
-        seconds = min(float(s) for s in record.run_secs)
-        if seconds >= FAILED_S:
-            continue
+        seconds = min(secs)
         shapes = [tuple(int(d) for d in arg.shape)
                   for arg in ms.arg_info.ArgInfo.from_prim_func(record.workload.mod["main"])]
         key = (shapes[0], shapes[1], shapes[-1]) if len(shapes) >= 3 else tuple(shapes)
@@ -63,9 +59,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=20, help="tasks listed, heaviest first")
     args = parser.parse_args()
     for folder in (args.before + "," + args.after).split(","):
-        if not (Path(folder) / "database_tuning_record.json").is_file():
-            parser.error(f"{folder} is not a MetaSchedule database folder (no "
-                         "database_tuning_record.json in it)")
+        missing = [name for name in (WORKLOAD_FILE, RECORD_FILE) if not (Path(folder) / name).is_file()]
+        if missing:
+            parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
     before = median_bests(args.before.split(","))
     after = median_bests(args.after.split(","))
     matched = sorted(set(before) & set(after), key=lambda key: -before[key])

@@ -32,7 +32,8 @@ class _Candidate:  # what Store.insert_candidates needs of an imported record (n
     sample_seed: int | None = None
 
 
-def _open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> Any:
+def open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> Any:
+    """MetaSchedule's JSON database in `work_dir` (its two files); `create`: allow them missing."""
     from core.tvm_env import load_tvm
 
     load_tvm(target)
@@ -74,7 +75,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
         _check_json_lines(work / name)
     tvm = load_tvm(profile.target)  # the traces may use the target's tensor intrinsics
     try:
-        database = _open_json_database(work, create=False, target=profile.target)
+        database = open_json_database(work, create=False, target=profile.target)
         records = list(database.get_all_tuning_records())
     except Exception as exc:  # noqa: BLE001 - TVM raises TVMError / ValueError on bad content
         raise TenforgeError(f"{work}: not a readable MetaSchedule database "
@@ -159,7 +160,7 @@ def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
         work.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise TenforgeError(f"cannot create {work}: {exc.strerror}") from None
-    database = _open_json_database(work, create=True, target=target)
+    database = open_json_database(work, create=True, target=target)
     tvm_target = Target(target)
     workloads: dict[int, Any] = {}
     for task_id, mod_json, trace_json, run_secs, error_kind in rows:
@@ -181,7 +182,7 @@ def records_summary(work_dir: str | Path) -> list[tuple[str, str, tuple[float, .
 
     from core.tvm_env import to_plain_json
 
-    database = _open_json_database(Path(work_dir), create=False)
+    database = open_json_database(Path(work_dir), create=False)
     out = []
     for record in database.get_all_tuning_records():
         trace = json.dumps(to_plain_json(record.trace.as_json()), sort_keys=True)

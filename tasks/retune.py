@@ -18,6 +18,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.spec import Spec
 from storage import queries
+from storage.ms_database import RECORD_FILE, WORKLOAD_FILE
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
@@ -287,7 +288,7 @@ def network_hash(network: str | Workload, batch_size: int, input_size: int,
     return structural_hash_hex(import_to_relax(network, batch_size, input_size, graph))
 
 
-MS_DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+MS_DATABASE_FILES = (WORKLOAD_FILE, RECORD_FILE)
 
 
 def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | None:

@@ -19,20 +19,14 @@ import numpy as np
 from core.hardware import HardwareProfile
 from core.records import MeasureResult
 from core.tvm_env import load_tvm, trace_json
-
-MS_FAILED_RUN_SECS = 1e10  # MetaSchedule's marker for a candidate that did not build or run
+from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database
 
 
 def read_records(work_dir: str | Path, target: dict) -> dict[str, tuple[Any, list[Any]]]:
     """The tuning records of a MetaSchedule JSON database, by task workload hash."""
-    load_tvm(target)
-    from tvm.s_tir import meta_schedule as ms
+    database = open_json_database(Path(work_dir), create=False, target=target)
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
-    work = Path(work_dir)
-    database = ms.database.JSONDatabase(
-        path_workload=str(work / "database_workload.json"),
-        path_tuning_record=str(work / "database_tuning_record.json"), allow_missing=False)
     by_task: dict[str, tuple[Any, list[Any]]] = {}
     for record in database.get_all_tuning_records():
         mod = record.workload.mod
