@@ -13,7 +13,7 @@ multiply-adds an output) that epilogue is a real part of the task. Folded, what 
 one add of a per-channel bias; the new weight and bias depend on the weights alone, so the
 prepared graphs compute them once at load (workloads._pretransform_weights). On an AVX-512
 Xeon, tuned, mobilenet_v2's narrow 1x1 convolutions ran 11-28% faster and the network 5%,
-and every search ran 14-25% more trials a minute (docs/tuning-results.md, 2026-11-26).
+and searches took 12-25% less time a trial (docs/tuning-results.md, 2026-11-26).
 """
 
 from __future__ import annotations
