@@ -206,7 +206,8 @@ class Measurer:
                 os.remove(built["artifact"])
         if out["verified"] is False:
             return MeasureResult(**base, error_kind="wrong_result", verified=False,
-                                 error_msg="outputs differ from the unscheduled function's",
+                                 error_msg="outputs differ from the unscheduled function's: "
+                                 + str(out.get("mismatch")),
                                  run_wall_s=out["run_wall_s"])
         return MeasureResult(**base, run_secs=tuple(out["run_secs"]), verified=out["verified"],
                              run_wall_s=out["run_wall_s"])

@@ -12,7 +12,7 @@ from tvm.script import tirx as T
 
 from tasks.hardware import detect_local_profiles
 from tasks.measure import MeasureJob, Measurer
-from tasks.measure.worker import _outputs_match
+from tasks.measure.worker import computes_in_16_bits, output_mismatch
 from tasks.sampling import sample_candidates
 from tasks.workloads import extract_network_tasks
 
@@ -127,16 +127,48 @@ def test_a_killed_builder_and_a_hanging_build_are_recorded(profile):
 def test_output_comparison_tolerates_rounding_only():
     import numpy as np
 
+    def match(got, want, in_16_bits=None):
+        return output_mismatch(got, want, in_16_bits) is None
+
     want = [np.array([1.0, 2.0, 3.0], np.float32)]
-    assert _outputs_match([want[0] + 1e-6], want)
-    assert not _outputs_match([want[0] + 0.1], want)
-    assert not _outputs_match([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
+    assert match([want[0] + 1e-6], want)
+    assert not match([want[0] + 0.1], want)
+    assert not match([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
     # float16 sums: two summation orders differ by a few ulps of the largest output; a float16
     # overflow (inf) in the reference neither hides nor fails the rest
     half = [np.array([70.0, -12.5, 0.25, np.inf], np.float16)]
-    assert _outputs_match([np.array([70.5, -12.0, 0.75, np.inf], np.float16)], half)
-    assert not _outputs_match([np.array([70.0, -12.5, 5.0, np.inf], np.float16)], half)
-    assert not _outputs_match([np.array([70.0, -12.5, 0.25, 1.0], np.float16)], half)
+    assert match([np.array([70.5, -12.0, 0.75, np.inf], np.float16)], half)
+    assert not match([np.array([70.0, -12.5, 5.0, np.inf], np.float16)], half)
+    assert not match([np.array([70.0, -12.5, 0.25, 1.0], np.float16)], half)
+    # the message says which output and by how much
+    assert "output 0 (float32) is off by up to 0.1" in output_mismatch([want[0] + 0.1], want)
+
+
+def test_a_float32_output_of_float16_sums_is_checked_at_float16_tolerance():
+    """The fp16 graph's matmul cast to float32 for a residual add: float32 outputs, float16
+    rounding. On an H200 every tensor-core candidate of such tasks failed the 32-bit check,
+    while every candidate of the same convolution with a float16 output passed."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (16, 4608)).astype(np.float16)
+    b = rng.uniform(-1, 1, (4608, 8)).astype(np.float16)
+    sequential = np.zeros((16, 8), np.float16)  # the host's reference: one term at a time
+    for k in range(a.shape[1]):
+        sequential = (sequential + a[:, k:k + 1] * b[k]).astype(np.float16)
+    blocked = np.zeros((16, 8), np.float16)  # a tensor core's order: blocks of 16 terms
+    for k in range(0, a.shape[1], 16):
+        blocked = (blocked + (a[:, k:k + 16] @ b[k:k + 16]).astype(np.float16)).astype(np.float16)
+    buffers = [a, b]
+    want, got = sequential.astype(np.float32), blocked.astype(np.float32)
+    assert computes_in_16_bits(buffers) and not computes_in_16_bits([want])
+    assert output_mismatch([got], [want], in_16_bits=False) is not None  # the old verdict
+    assert output_mismatch([got], [want], computes_in_16_bits(buffers)) is None
+    # a schedule that drops the last 256 terms is still caught
+    dropped = np.zeros((16, 8), np.float16)
+    for k in range(0, a.shape[1] - 256, 16):
+        dropped = (dropped + (a[:, k:k + 16] @ b[k:k + 16]).astype(np.float16)).astype(np.float16)
+    assert output_mismatch([dropped.astype(np.float32)], [want], True) is not None
 
 
 def test_rpc_runner_measures_on_a_remote_device(profile):
