@@ -196,9 +196,11 @@ def measured_top1(store: Store, model_id: str, hardware: str) -> float | None:
 def unfinished_retunes(store: Store, besides: str, hardware: str, network: str,
                        batch_size: int, graph: str = "exported") -> list[str]:
     """Run ids of retunes of this network, batch, graph preparation and profile that never
-    completed and recorded no result, newest first (`besides`: the current run)."""
+    completed, recorded no result and were not resumed since, newest first (`besides`: the
+    current run)."""
     return [r for (r,) in store.query(
-        "SELECT run_id FROM runs WHERE flow = 'retune' AND status <> 'completed' AND "
+        "SELECT run_id FROM runs WHERE flow = 'retune' AND status NOT IN ('completed', "
+        "'resumed') AND "
         "run_id <> ? AND hardware = ? AND json_extract_string(parameters_json, 'network') "
         "= ? AND TRY_CAST(json_extract_string(parameters_json, 'batch_size') AS INTEGER) "
         "= ? AND coalesce(json_extract_string(parameters_json, 'graph'), 'exported') = ? "

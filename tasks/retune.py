@@ -309,7 +309,8 @@ def resume_from(db: str, spec: RetuneSpec, tuning_id: str, work_dir: Path,
                 report: Callable[[str], None]) -> str | None:
     """Start `work_dir` with what a killed retune of the same network and profile measured:
     MetaSchedule's search then starts from those records (its initial population takes the
-    best of them) and never measures them again, and the build uses them. Returns its id."""
+    best of them) and never measures them again, and the build uses them; the killed run is
+    marked `resumed` (this run holds its records now). Returns its id."""
     import shutil
 
     found = unfinished_database(db, spec, tuning_id)
@@ -319,6 +320,10 @@ def resume_from(db: str, spec: RetuneSpec, tuning_id: str, work_dir: Path,
     for name in MS_DATABASE_FILES:
         shutil.copyfile(found / name, work_dir / name)
     records = sum(1 for _ in open(work_dir / MS_DATABASE_FILES[1]))
+    # its records live on in this run's database: no later retune resumes from it again
+    # (one did, re-measuring nothing but counting the old records as its own)
+    with Store(db) as store:
+        store.finish_run(found.name, "resumed", {"resumed_by": tuning_id, "records": records})
     report(f"resuming from {records} measured candidates of unfinished retune {found.name}")
     return found.name
 

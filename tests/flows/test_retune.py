@@ -46,13 +46,15 @@ def _tuning_rows(db):
 @pytest.mark.xdist_group("retune-history")  # the README test below reads its tuning runs
 def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_model):
     db, model_id = store_with_model
+    # the module's store may hold other tests' runs (whatever ran before in this worker)
+    earlier = {r["tuning_id"] for r in _tuning_rows(db)}
     library = Path(db).parent / "tiny_cnn-tuned"  # test_compile_... below loads and runs it
     result = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--out", str(library),
                      "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     manifest = json.loads((library / "manifest.json").read_text())
     assert "dual scheduling: 6 (task, design space) pairs" in result.stdout + result.stderr
-    (run,) = _tuning_rows(db)
+    (run,) = [r for r in _tuning_rows(db) if r["tuning_id"] not in earlier]
     assert run["scheduler"] == "dual"
     # the rules are on where they were validated (AVX2: narrow vectors), off elsewhere
     assert (run["rejected_by_rules"] > 0) == bool(rules_for(resolve_profile(PROFILE)))
@@ -112,7 +114,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     again = run_cli(*RETUNE, "--trials", "16", "--scheduler", "dual", "--db", db)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "retune skipped" in again.stdout + again.stderr
-    assert len(_tuning_rows(db)) == 1
+    assert len(_tuning_rows(db)) == len(earlier) + 1
 
     timed = run_cli(*RETUNE, "--trials", "200", "--minutes", "0.05", "--cost-model",
                     "metaschedule-xgb", "--db", db)
@@ -434,6 +436,9 @@ def test_a_killed_retune_resumes_and_a_sigterm_keeps_what_it_measured(store_with
     resumed = Path(newest["database_dir"]) / "database_tuning_record.json"
     assert len(resumed.read_text().splitlines()) >= measured + newest["trials"]
     assert time.monotonic() - sent < 300  # promptly: one batch, then compile and time
+    # the killed run's records live on in the resumed one's database: it is never resumed again
+    with Store(db, read_only=True) as store:
+        assert store.scalar("SELECT status FROM runs WHERE run_id = ?", [killed]) == "resumed"
 
 
 @pytest.mark.slow
