@@ -153,22 +153,23 @@ def test_a_float32_output_of_float16_sums_is_checked_at_float16_tolerance():
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (16, 4608)).astype(np.float16)
     b = rng.uniform(-1, 1, (4608, 8)).astype(np.float16)
-    sequential = np.zeros((16, 8), np.float16)  # the host's reference: one term at a time
-    for k in range(a.shape[1]):
-        sequential = (sequential + a[:, k:k + 1] * b[k]).astype(np.float16)
-    blocked = np.zeros((16, 8), np.float16)  # a tensor core's order: blocks of 16 terms
-    for k in range(0, a.shape[1], 16):
-        blocked = (blocked + (a[:, k:k + 16] @ b[k:k + 16]).astype(np.float16)).astype(np.float16)
+
+    def float16_sum(block: int, terms: int = a.shape[1]) -> np.ndarray:
+        """a @ b summed in float16, `block` terms at a time, cast to float32 at the end."""
+        total = np.zeros((16, 8), np.float16)
+        for k in range(0, terms, block):
+            part = (a[:, k:k + block].astype(np.float32) @ b[k:k + block]).astype(np.float16)
+            total = (total + part).astype(np.float16)
+        return total.astype(np.float32)
+
+    want = float16_sum(1)  # the host's reference: one term at a time
+    got = float16_sum(16)  # a tensor core's order: blocks of 16 terms
     buffers = [a, b]
-    want, got = sequential.astype(np.float32), blocked.astype(np.float32)
     assert computes_in_16_bits(buffers) and not computes_in_16_bits([want])
     assert output_mismatch([got], [want], in_16_bits=False) is not None  # the old verdict
     assert output_mismatch([got], [want], computes_in_16_bits(buffers)) is None
     # a schedule that drops the last 256 terms is still caught
-    dropped = np.zeros((16, 8), np.float16)
-    for k in range(0, a.shape[1] - 256, 16):
-        dropped = (dropped + (a[:, k:k + 16] @ b[k:k + 16]).astype(np.float16)).astype(np.float16)
-    assert output_mismatch([dropped.astype(np.float32)], [want], True) is not None
+    assert output_mismatch([float16_sum(16, a.shape[1] - 256)], [want], True) is not None
 
 
 def test_rpc_runner_measures_on_a_remote_device(profile):
