@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.ms_database import MS_FAILED_RUN_SECS, RECORD_FILE, WORKLOAD_FILE, open_json_database
+from storage.ms_database import MS_DATABASE_FILES, MS_FAILED_RUN_SECS, open_json_database
 
 
 def task_bests(folder: str) -> dict[tuple, float]:
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=20, help="tasks listed, heaviest first")
     args = parser.parse_args()
     for folder in (args.before + "," + args.after).split(","):
-        missing = [name for name in (WORKLOAD_FILE, RECORD_FILE) if not (Path(folder) / name).is_file()]
+        missing = [name for name in MS_DATABASE_FILES if not (Path(folder) / name).is_file()]
         if missing:
             parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
     before = median_bests(args.before.split(","))

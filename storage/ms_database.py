@@ -20,6 +20,7 @@ from storage.store import Store
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
+MS_DATABASE_FILES = (WORKLOAD_FILE, RECORD_FILE)  # the two files a database folder holds
 MS_FAILED_RUN_SECS = 1e10  # MetaSchedule's marker for a candidate that did not build or run
 IMPORTED_SETTINGS_KEY = "imported-metaschedule"
 
@@ -69,7 +70,7 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
     from core.tvm_env import load_tvm, trace_json, tvm_version
 
     work = Path(work_dir)
-    for name in (WORKLOAD_FILE, RECORD_FILE):
+    for name in MS_DATABASE_FILES:
         if not (work / name).is_file():
             raise TenforgeError(f"{work} is not a MetaSchedule database folder: {name} is missing")
         _check_json_lines(work / name)
@@ -139,7 +140,7 @@ def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:
     from core.tvm_env import load_tvm
 
     work = Path(work_dir)
-    if any((work / name).exists() for name in (WORKLOAD_FILE, RECORD_FILE)):
+    if any((work / name).exists() for name in MS_DATABASE_FILES):
         raise TenforgeError(f"{work} already holds a MetaSchedule database; export into an "
                             "empty or new folder")
     with Store(db, read_only=True) as store:

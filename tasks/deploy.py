@@ -26,9 +26,9 @@ from typing import Any, Callable
 from core.errors import TenforgeError
 from core.spec import Spec
 from storage import queries
+from storage.ms_database import MS_DATABASE_FILES
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
-from tasks.retune import MS_DATABASE_FILES
 from tasks.sources import Workload, resolve_workload
 
 LIBRARY, WEIGHTS, MANIFEST, EXAMPLE = "model.so", "params.bin", "manifest.json", "run_model.py"

@@ -18,7 +18,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.spec import Spec
 from storage import queries
-from storage.ms_database import RECORD_FILE, WORKLOAD_FILE
+from storage.ms_database import MS_DATABASE_FILES, RECORD_FILE
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
@@ -288,8 +288,6 @@ def network_hash(network: str | Workload, batch_size: int, input_size: int,
     return structural_hash_hex(import_to_relax(network, batch_size, input_size, graph))
 
 
-MS_DATABASE_FILES = (WORKLOAD_FILE, RECORD_FILE)
-
 
 def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | None:
     """The tuning database of the newest retune of the same network, size and profile that
@@ -299,7 +297,7 @@ def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | Non
                                           spec.batch_size, spec.graph)
     for run_id in runs:
         folder = tuning_dir(db) / run_id
-        records = folder / MS_DATABASE_FILES[1]
+        records = folder / RECORD_FILE
         if records.exists() and records.stat().st_size > 0:
             return folder
     return None
@@ -319,7 +317,7 @@ def resume_from(db: str, spec: RetuneSpec, tuning_id: str, work_dir: Path,
     work_dir.mkdir(parents=True, exist_ok=True)
     for name in MS_DATABASE_FILES:
         shutil.copyfile(found / name, work_dir / name)
-    records = sum(1 for _ in open(work_dir / MS_DATABASE_FILES[1]))
+    records = sum(1 for _ in open(work_dir / RECORD_FILE))
     # its records live on in this run's database: no later retune resumes from it again
     # (one did, re-measuring nothing but counting the old records as its own)
     with Store(db) as store:
