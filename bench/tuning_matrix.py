@@ -30,6 +30,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-focus-pop4-w64  the same with 64 a task: on mobilenet_v2 w128's warm start took 143 s and
            reached XGB's final 4.6x sooner (seed 0); how far a smaller one goes (cells from
            e71ed38 on also sample 1.10x faster, bench/sampling_speed.py)
+  warm-focus-pop4-w128-xfer  w128 whose warm start also ranks candidates transferred from the
+           fastest schedules of other tasks in --db on this profile (tasks.schedule_transfer;
+           the held-out networks' tasks lend none): random samples' median was ~2x their
+           transfers' on mobilenet_v2's heaviest NCHW16c convolutions
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -83,7 +87,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -103,6 +107,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-g2", "warm-focus-pop4-g2-nchw8c", "warm-focus-pop4-g2-nchw16c",
             "warm-focus-pop4-w128", "warm-focus-pop4-w128-nchw8c", "warm-focus-pop4-w128-nchw16c",
             "warm-focus-pop4-w64", "warm-focus-pop4-w64-nchw8c", "warm-focus-pop4-w64-nchw16c",
+            "warm-focus-pop4-w128-xfer", "warm-focus-pop4-w128-xfer-nchw8c",
+            "warm-focus-pop4-w128-xfer-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -256,8 +262,13 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def uses_transfer(variant: str) -> bool:
+    return "-xfer" in variant
+
+
 def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
-             model: dict[str, Any] | None, commit: str) -> dict[str, Any]:
+             model: dict[str, Any] | None, commit: str,
+             library: Sequence[Any] = ()) -> dict[str, Any]:
     from bench.cpu_contention import busy_share, other_cpu_ticks, wait_for_quiet
     from bench.tuning import torch_eager_ms_fresh
     from core.pause import pause_others
@@ -290,7 +301,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     with quiet:
         result = tune_network(network, profile, database, **settings,
                               cost_model="xgb" if uses_ms_xgb(variant) else model["path"],
-                              flops_share=1.0, seed=seed, graph=graph, report=report)
+                              flops_share=1.0, seed=seed, graph=graph, report=report,
+                              transfer_library=library if uses_transfer(variant) else ())
         ticks["tuned timed"] = other_cpu_ticks()
         waited["torch"] = wait_for_quiet()
         ticks["torch timing"] = other_cpu_ticks()
@@ -315,6 +327,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "population_ratio": settings["population_ratio"],
         "genetic_iters": settings["genetic_iters"],
         "warm_samples": settings["warm_samples"] if settings["warm_start"] else None,
+        "transfer_sources": result.transfer_sources,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
@@ -383,13 +396,22 @@ def collect(args: argparse.Namespace) -> None:
     print(f"{len(todo)} of {len(seeds) * len(networks) * len(variants)} cells to run on "
           f"{profile.name}, {len(os.sched_getaffinity(0))} core(s)", flush=True)
     params = json.loads(args.params)
+    library: list[Any] = []
+    if any(uses_transfer(v) for _, _, v in todo):  # the held-out networks lend no schedules
+        from storage.store import Store
+        from tasks.schedule_transfer import load_library
+
+        with Store(db, read_only=True) as store:
+            library = load_library(store, profile.name, holdout)
+        print(f"schedule library: {len(library)} schedules of other tasks on {profile.name}, "
+              f"none of {', '.join(holdout)}", flush=True)
     commit = git_commit()  # the code this process runs, whatever lands while it does
     for done, (seed, network, variant) in enumerate(todo):
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
               f"({time.strftime('%H:%M:%S')})", flush=True)
         model = None if uses_ms_xgb(variant) else learned_model(
             db, profile.name, holdout, args.family, params, seed, work)
-        row = run_cell(network, variant, seed, args, model, commit)
+        row = run_cell(network, variant, seed, args, model, commit, library)
         if row["stop_reason"] == "interrupt":  # SIGTERM or Ctrl-C: not a result, rerun it
             raise SystemExit(f"interrupted in {network} {variant} seed {seed}: no cell written; "
                              "run again to resume")

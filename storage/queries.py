@@ -133,6 +133,29 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
 # ----------------------------------------------------------------------------- calibration
 
 
+def fastest_schedules(store: Store, hardware: str, per_task: int,
+                      exclude_networks: Sequence[str] = ()) -> list[tuple[str, float, str, float]]:
+    """(task name, task FLOPs, trace JSON, mean latency s) of the `per_task` fastest valid
+    measurements of every task measured on `hardware`, except the tasks of networks whose
+    name is one of `exclude_networks` or starts with it and "+" (any graph of them)."""
+    return store.con.execute("""
+        WITH excluded AS (
+            SELECT DISTINCT nt.task_id FROM network_tasks nt JOIN networks n USING (network_id)
+            WHERE EXISTS (SELECT 1 FROM (SELECT unnest($exclude::VARCHAR[]) AS x)
+                          WHERE n.name = x OR starts_with(n.name, x || '+'))),
+        ranked AS (
+            SELECT c.task_id, c.trace_json, m.mean_latency_s, row_number() OVER (
+                PARTITION BY c.task_id ORDER BY m.mean_latency_s, c.candidate_id) AS r
+            FROM measurements m JOIN candidates c USING (candidate_id)
+            JOIN hardware h USING (hardware_id)
+            WHERE h.name = $hardware AND m.error_kind IS NULL AND m.mean_latency_s > 0
+              AND c.task_id NOT IN (SELECT task_id FROM excluded))
+        SELECT t.task_name, t.flops, r.trace_json, r.mean_latency_s
+        FROM ranked r JOIN tasks t USING (task_id) WHERE r.r <= $per_task
+        ORDER BY t.task_id, r.r""",
+        {"hardware": hardware, "per_task": per_task, "exclude": list(exclude_networks)}).fetchall()
+
+
 def calibration_pool(store: Store, target: str, target_kind: str) -> list[tuple]:
     """(task_id, task_name, FLOPs x occurrences, profile, candidate_id, latency) of every
     successful measurement on the other profiles of the same target kind."""

@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from core.hardware import HardwareProfile
+from tasks.schedule_transfer import SourceSchedule, transfer_candidates
 
 FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows more
 # A search that stopped early (deadline, search error) left tasks with no valid measurement:
@@ -36,6 +37,9 @@ FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows
 FILL_SAMPLES = 64
 FILL_PICKS = 2
 FILL_ROUNDS = 2
+# Candidates made from the library's schedules of similar tasks, ranked beside the sampled
+# ones on a task's first ranking (a replay takes ~10 ms, about as long as a sample).
+TRANSFERRED = 32
 
 
 @dataclass
@@ -47,6 +51,7 @@ class _TaskState:
     flops: float
     remainder: list[Any] = field(default_factory=list)  # ranked, not measured, best first
     sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
+    transferred: bool = False  # the schedule library lent its candidates (first rank only)
     best_s: float | None = None  # fastest measured mean run time
     space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
 
@@ -96,13 +101,17 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  profile: HardwareProfile, database: Any, model_path: str, log: Any,
                  measurer: Any, samples: int, measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
-                 context_of: list[int] | None = None, budget: int | None = None) -> None:
+                 context_of: list[int] | None = None, budget: int | None = None,
+                 library: Sequence[SourceSchedule] = ()) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
     may give a task several contexts). With a `budget` of trials beyond the first pass's
-    `measure_top` per task, the second pass spends the rest by latency share."""
+    `measure_top` per task, the second pass spends the rest by latency share. A `library`
+    of other tasks' measured schedules (tasks.schedule_transfer) adds up to TRANSFERRED
+    candidates made from them to each task's first ranking, beside the sampled ones."""
     tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
+    tuner.library = library
     states = []
     for i, index in enumerate(chosen):
         if log.should_stop():
@@ -115,11 +124,13 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
-        state.space_exhausted = len(ranked) < samples
+        state.space_exhausted = len(ranked) - _transferred(ranked) < samples
         measured = tuner.measure(state, ranked[:measure_top])
         state.remainder = ranked[measure_top:]
         states.append(state)
-        report(f"{task.task_name}: ranked {len(ranked)} candidates, measured the top "
+        lent = (f" ({_transferred(ranked)} transferred, {_transferred(ranked[:measure_top])} "
+                "of them measured)" if library else "")
+        report(f"{task.task_name}: ranked {len(ranked)} candidates{lent}, measured the top "
                f"{measured} in {time.monotonic() - started:.1f} s")
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
@@ -223,6 +234,11 @@ def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: i
 class _Ranked:
     candidate: Any
     score: float
+    transferred: bool = False  # made from another task's schedule (tasks.schedule_transfer)
+
+
+def _transferred(ranked: Sequence[_Ranked]) -> int:
+    return sum(r.transferred for r in ranked)
 
 
 class _Tuner:
@@ -235,15 +251,23 @@ class _Tuner:
         self.log, self.measurer, self.report = log, measurer, report
         self.hardware = np.array(profile.feature_vector(), np.float32)
         self.next_id = 0  # unique per run: a worker loads each artifact path once (dlopen)
+        self.library: Sequence[SourceSchedule] = ()  # other tasks' schedules to transfer
 
     def rank(self, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
-        """`samples` new distinct candidates of the task (none drawn before), best first."""
+        """`samples` new distinct candidates of the task (none drawn before), and on its first
+        ranking up to TRANSFERRED made from the library, best first."""
         from models.dataset import dataset_from_features
         from tasks.sampling import sample_candidates
 
         known = state.sampled
         candidates, _ = sample_candidates(state.mod_json, self.profile.target,
                                           len(known) + samples, seed, known_hashes=known)
+        sampled = len(candidates)
+        if self.library and not state.transferred and self.model is not None:
+            state.transferred = True
+            candidates += transfer_candidates(
+                state.mod_json, self.profile.target, self.library, state.flops, TRANSFERRED,
+                known_hashes=known | {c.schedule_hash for c in candidates})
         state.sampled = known | {c.schedule_hash for c in candidates}
         if not candidates:
             return []
@@ -252,7 +276,7 @@ class _Tuner:
         scores = self.model.predict(dataset_from_features(
             [c.features for c in candidates], self.profile.name, self.hardware,
             traces=[c.trace_json for c in candidates]))
-        return [_Ranked(candidates[i], float(scores[i]))
+        return [_Ranked(candidates[i], float(scores[i]), transferred=i >= sampled)
                 for i in np.argsort(-scores, kind="stable")]
 
     def measure(self, state: _TaskState, picks: list[_Ranked]) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from core.hardware import HardwareProfile
 from core.procs import usable_cores
 from tasks.constraints import rules_for
 from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
+from tasks.schedule_transfer import SourceSchedule
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
 from tasks.tuning.contexts import (
@@ -55,6 +56,7 @@ class TuningResult:
     tasks_filled: list[str] = field(default_factory=list)  # unmeasured by the search, picked after
     warm_focus: bool | None = None  # a warm start's search skipped the blind pass (None: no warm)
     warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
+    transfer_sources: int = 0  # schedules of other tasks its candidates could be made from
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
     search_cpu_s: float | None = None
@@ -126,7 +128,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_start: int | None = None, warm_focus: bool = True,
                  graph: str = "exported", feature_cache: bool = True,
                  genetic_iters: int = GENETIC_ITERS,
-                 warm_samples: int = WARM_SAMPLES) -> TuningResult:
+                 warm_samples: int = WARM_SAMPLES,
+                 transfer_library: Sequence[SourceSchedule] = ()) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -154,7 +157,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     (tuning.contexts.tune_contexts; MetaSchedule's 4). `warm_samples`: candidates a warm start
     samples and ranks per task; sampling and featurizing them is most of its time (~7 s a
     convolution of mobilenet_v2 on the Emerald Rapids VM, 256 each: 222 s for 53 tasks;
-    128: 143 s).
+    128: 143 s). `transfer_library`: other tasks' fastest schedules on this profile
+    (tasks.schedule_transfer.load_library); a warm start or instant tuning then ranks
+    candidates made from them beside its samples (tasks.instant.TRANSFERRED a task).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -234,7 +239,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=warm_samples,
                                  measure_top=warm_start, seed=seed, report=report,
-                                 context_of=first_context)
+                                 context_of=first_context, library=transfer_library)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -244,7 +249,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                               if trials > top * len(chosen) else ""))
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=population,
-                                 measure_top=top, seed=seed, report=report, budget=trials)
+                                 measure_top=top, seed=seed, report=report, budget=trials,
+                                 library=transfer_library)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                     ms.tune_tasks(tasks=contexts,
                                   task_weights=[log.context_weight(c)
@@ -300,6 +306,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         trials_per_round=None if instant else trials_per_iter, tasks_filled=filled,
         warm_focus=warm_focus if warm_start else None,
         warm_samples=warm_samples if warm_start else None,
+        transfer_sources=len(transfer_library) if (warm_start or instant) else 0,
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
