@@ -34,6 +34,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            fastest schedules of other tasks in --db on this profile (tasks.schedule_transfer;
            the held-out networks' tasks lend none): random samples' median was ~2x their
            transfers' on mobilenet_v2's heaviest NCHW16c convolutions
+  warm-focus-pop4-w128-b2x  w128 whose rounds measure twice the batch (26 a round on
+           mobilenet_v2's 38 tasks) out of the same population (64): ~60% of a learned round
+           was evolving and ranking it (py-spy), so a measured trial costs less search
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -109,6 +112,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w64", "warm-focus-pop4-w64-nchw8c", "warm-focus-pop4-w64-nchw16c",
             "warm-focus-pop4-w128-xfer", "warm-focus-pop4-w128-xfer-nchw8c",
             "warm-focus-pop4-w128-xfer-nchw16c",
+            "warm-focus-pop4-w128-b2x", "warm-focus-pop4-w128-b2x-nchw8c",
+            "warm-focus-pop4-w128-b2x-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -259,6 +264,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "genetic_iters": 2 if variant.startswith("warm-focus-pop4-g2") else GENETIC_ITERS,
         "warm_samples": warm_samples_of(variant),
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
+        "round_scale": 2 if "-b2x" in variant else 1,
     }
 
 
@@ -329,6 +335,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "warm_samples": settings["warm_samples"] if settings["warm_start"] else None,
         "transfer_sources": result.transfer_sources,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
+        "round_scale": settings["round_scale"],
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
