@@ -134,8 +134,9 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
 
 
 def fastest_schedules(store: Store, hardware: str, per_task: int,
-                      exclude_networks: Sequence[str] = ()) -> list[tuple[str, float, str, float]]:
-    """(task name, task FLOPs, trace JSON, mean latency s) of the `per_task` fastest valid
+                      exclude_networks: Sequence[str] = ()) -> list[tuple[str, str, float, str,
+                                                                           float]]:
+    """(task workload hash, name, FLOPs, trace JSON, mean latency s) of the `per_task` fastest valid
     measurements of every task measured on `hardware`, except the tasks of networks whose
     name is one of `exclude_networks` or starts with it and "+" (any graph of them)."""
     return store.con.execute("""
@@ -150,7 +151,7 @@ def fastest_schedules(store: Store, hardware: str, per_task: int,
             JOIN hardware h USING (hardware_id)
             WHERE h.name = $hardware AND m.error_kind IS NULL AND m.mean_latency_s > 0
               AND c.task_id NOT IN (SELECT task_id FROM excluded))
-        SELECT t.task_name, t.flops, r.trace_json, r.mean_latency_s
+        SELECT t.workload_hash, t.task_name, t.flops, r.trace_json, r.mean_latency_s
         FROM ranked r JOIN tasks t USING (task_id) WHERE r.r <= $per_task
         ORDER BY t.task_id, r.r""",
         {"hardware": hardware, "per_task": per_task, "exclude": list(exclude_networks)}).fetchall()

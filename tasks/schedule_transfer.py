@@ -36,6 +36,7 @@ PER_TASK = 4  # a source task's fastest schedules the library keeps
 @dataclass(frozen=True)
 class SourceSchedule:
     """A measured schedule of another task: its trace and how fast it ran."""
+    workload_hash: str  # the task it was measured on
     task_name: str
     flops: float
     trace_json: str

@@ -249,6 +249,11 @@ def test_each_variant_sets_only_its_own_search_setting():
     cheap = search_settings("warm-focus-pop4-w128-nchw16c", args)
     assert cheap["warm_samples"] == 128 and cheap["genetic_iters"] == 4
     assert search_settings("warm-focus-pop4-w64-nchw16c", args)["warm_samples"] == 64
+    wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
+    assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
+    assert {k: v for k, v in wide.items() if k != "round_scale"} == {
+        k: v for k, v in cheap.items() if k != "round_scale"}
+    assert cell_graph("net", "warm-focus-pop4-w128-b2x-nchw16c", "") == "nchw16c"
     assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
                                                       "") == "nchw16c"
     share = search_settings("instant-share-nchw8c", args)

@@ -176,3 +176,35 @@ def test_an_interrupt_is_prompt_and_a_search_that_measured_everything_is_left_al
     assert "2 tasks with no valid measurement keep their default schedules (a, c)" in lines[0]
     log = _deadline_log({"a": 0.001, "b": 0.004, "c": 0.001})
     assert _fill(monkeypatch, log) == ([], [], [])
+
+
+def test_a_library_adds_transferred_candidates_to_a_tasks_first_ranking_only(monkeypatch):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import tasks.instant as instant
+    import tasks.sampling as sampling
+
+    def fake(prefix, n):
+        return [SimpleNamespace(schedule_hash=f"{prefix}{i}", trace_json="[[], []]",
+                                features=np.zeros((1, 164), np.float32)) for i in range(n)]
+
+    monkeypatch.setattr(sampling, "sample_candidates",
+                        lambda mod, target, count, seed, known_hashes: (fake("s", 3), 0))
+    lent = []
+    monkeypatch.setattr(instant, "transfer_candidates",
+                        lambda *args, **kw: lent.append(kw["known_hashes"]) or fake("x", 2))
+    # the model prefers the transferred ones (scores: samples 0-2, then 10, 11)
+    model = SimpleNamespace(
+        predict=lambda data: np.array([0.0, 1.0, 2.0, 10.0, 11.0])[:len(data.candidate_id)])
+    profile = SimpleNamespace(name="p", target={}, feature_vector=lambda: [0.0])
+    tuner = instant._Tuner(None, profile, None, model, None, None, lambda line: None)
+    tuner.library = ["a source"]
+    state = instant._TaskState(0, None, "{}", 1.0)
+    ranked = tuner.rank(state, 3, seed=0)
+    assert [r.candidate.schedule_hash for r in ranked] == ["x1", "x0", "s2", "s1", "s0"]
+    assert [r.transferred for r in ranked] == [True, True, False, False, False]
+    assert lent == [{"s0", "s1", "s2"}]  # told what was sampled, not to make it again
+    tuner.rank(state, 3, seed=1)  # a second draw (the second pass) samples only
+    assert len(lent) == 1 and state.sampled == {"s0", "s1", "s2", "x0", "x1"}
