@@ -251,6 +251,7 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert search_settings("warm-focus-pop4-w64-nchw16c", args)["warm_samples"] == 64
     wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
     assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
+    assert search_settings("warm-focus-pop4-w128-bhalf-nchw16c", args)["round_scale"] == 0.5
     assert {k: v for k, v in wide.items() if k != "round_scale"} == {
         k: v for k, v in cheap.items() if k != "round_scale"}
     assert cell_graph("net", "warm-focus-pop4-w128-b2x-nchw16c", "") == "nchw16c"

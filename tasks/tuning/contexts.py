@@ -20,10 +20,11 @@ WARM_SAMPLES = 256
 GENETIC_ITERS = 4  # MetaSchedule's EvolutionarySearch default
 
 
-def round_batch(trials: int, contexts: int) -> int:
+def round_batch(trials: int, contexts: int, scale: float = 1.0) -> int:
     """Candidates measured per turn of a context: what gives every context at least two turns
-    of the budget, 4 to 64 (MetaSchedule's default is 64)."""
-    return max(4, min(64, trials // (2 * max(contexts, 1))))
+    of the budget, 4 to 64 (MetaSchedule's default is 64); x `scale` (a bench's lever,
+    tune_network's round_scale), at least 1."""
+    return max(1, round(scale * max(4, min(64, trials // (2 * max(contexts, 1))))))
 
 
 def search_population(batch: int, ratio: int = 8) -> int:

@@ -130,7 +130,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  genetic_iters: int = GENETIC_ITERS,
                  warm_samples: int = WARM_SAMPLES,
                  transfer_library: Sequence[SourceSchedule] = (),
-                 round_scale: int = 1) -> TuningResult:
+                 round_scale: float = 1.0) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -162,9 +162,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     (tasks.schedule_transfer.load_library); a warm start or instant tuning then ranks
     candidates made from them beside its samples (tasks.instant.TRANSFERRED a task).
     `round_scale`: a round measures that many times the default batch (`trials_per_iter`
-    unset), out of the default batch's population: a learned model's round spends ~60% of
-    its time evolving and ranking the population (py-spy, mobilenet_v2), so measuring more of
-    each evolved population costs less search per trial.
+    unset; at least 1), out of the default batch's population. 2 on mobilenet_v2 (seed 0):
+    a third less search time, but twice the trials to the same latency: the 14th-26th of an
+    evolved population are much worse picks than its top 13 (docs/tuning-results.md).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -216,7 +216,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if rules:
         report("resource-constraint rules: " + ", ".join(map(str, rules)))
     if trials_per_iter is None:  # every context gets at least two rounds of the budget
-        trials_per_iter = round_scale * round_batch(trials, len(contexts))
+        trials_per_iter = round_batch(trials, len(contexts), round_scale)
     if not instant:
         report(f"search: {trials_per_iter} candidates measured per round, out of a population "
                f"of {population} through {genetic_iters} mutation rounds, on {search_threads} "

@@ -39,6 +39,8 @@ def test_the_population_follows_the_rounds_batch_within_bounds():
     assert round_batch(8, 2) == 4 and search_population(4) == 64  # never below 64
     assert search_population(23, ratio=4) == 92 and search_population(64, ratio=4) == 256
     assert round_batch(1, 50) == 4  # a round measures at least 4
+    assert round_batch(1000, 38, 2.0) == 26 and round_batch(1000, 38, 0.5) == 6  # scaled
+    assert round_batch(1, 50, 0.1) == 1
 
 
 def test_tuning_log_estimates_once_every_task_has_a_valid_run():
