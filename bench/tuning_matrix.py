@@ -35,8 +35,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
            the held-out networks' tasks lend none): random samples' median was ~2x their
            transfers' on mobilenet_v2's heaviest NCHW16c convolutions
   warm-focus-pop4-w128-b2x  w128 whose rounds measure twice the batch (26 a round on
-           mobilenet_v2's 38 tasks) out of the same population (64): ~60% of a learned round
-           was evolving and ranking it (py-spy), so a measured trial costs less search.
+           mobilenet_v2's 38 tasks) out of the same population (64): ~4.4 of a learned
+           round's ~7.5 s were spent evolving and ranking it (the rest measuring), so a
+           measured trial costs less search.
            Seed 0: a third less search time, twice the trials to XGB's final (1.89x)
   warm-focus-pop4-w128-bhalf  the other way: half the batch (6 a round) out of the same
            population, so each measured trial had more evolution behind it
