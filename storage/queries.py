@@ -136,9 +136,9 @@ def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[
 def fastest_schedules(store: Store, hardware: str, per_task: int,
                       exclude_networks: Sequence[str] = ()) -> list[tuple[str, str, float, str,
                                                                            float]]:
-    """(task workload hash, name, FLOPs, trace JSON, mean latency s) of the `per_task` fastest valid
-    measurements of every task measured on `hardware`, except the tasks of networks whose
-    name is one of `exclude_networks` or starts with it and "+" (any graph of them)."""
+    """(task workload hash, name, FLOPs, trace JSON, mean latency s) of the `per_task` fastest
+    valid measurements of every task measured on `hardware`, except the tasks of networks
+    whose name is one of `exclude_networks` or starts with it and "+" (any graph of them)."""
     return store.con.execute("""
         WITH excluded AS (
             SELECT DISTINCT nt.task_id FROM network_tasks nt JOIN networks n USING (network_id)

@@ -20,6 +20,7 @@ held-out networks out, as their models do).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -74,9 +75,11 @@ def signature(steps: Sequence[tuple[str, str, Any]]) -> tuple[tuple[str, str], .
     return tuple((kind, sig) for kind, sig, _ in steps)
 
 
-def source_steps(trace_json: str) -> list[tuple[str, str, Any]]:
+@functools.lru_cache(maxsize=8192)
+def source_steps(trace_json: str) -> tuple[tuple[str, str, Any], ...]:
+    """A stored trace's sampling steps (cached: every task of a network scans the library)."""
     insts, decisions = json.loads(trace_json)
-    return sampling_steps(insts, {int(i): d for i, d in decisions})
+    return tuple(sampling_steps(insts, {int(i): d for i, d in decisions}))
 
 
 def _divisors(n: int) -> list[int]:
