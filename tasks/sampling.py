@@ -10,7 +10,7 @@ asking for more candidates extends it (a re-run re-derives exactly what it sampl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -71,18 +71,8 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
         sch_seed = attempt_seed(seed, attempt)
         sch = fresh.copy()
         sch.seed(sch_seed)
-        try:
-            # A decision provider returning None makes every Sample* instruction draw anew.
-            spaces[space_index].apply_to_schedule(sch, remove_postproc=True,
-                                                  decision_provider=lambda *_: None)
-            # marked as MetaSchedule marks it: a search replaying this trace (a warm start,
-            # a database it resumes from) strips the postprocessors before applying its own;
-            # unmarked, they ran twice ("old_outputs.size() == new_outputs.size()")
-            sch.enter_postproc()
-            valid = all(p.apply(sch) for p in postprocs)
-        except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses for invalid samples
-            valid = False
-        if not valid:
+        # A decision provider returning None makes every Sample* instruction draw anew.
+        if not apply_space(spaces[space_index], sch, postprocs, lambda *_: None):
             invalid += 1
             continue
         schedule_hash = shash2hex(sch.mod)
@@ -98,17 +88,38 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
 
     if not found:
         return [], invalid
-    measure_candidates = [ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(
-        sch.mod["main"])) for _, sch, _, _ in found]
-    features = ms.feature_extractor.PerStoreFeature(extract_workload=False).extract_from(
-        context, measure_candidates)
+    features = per_store_features(context, [sch for _, sch, _, _ in found])
     return [
         Candidate(schedule_hash=h,
                   trace_json=trace_json(sch.trace),
-                  design_space=space_index, sample_seed=sch_seed,
-                  features=feats.numpy().astype(np.float32))
+                  design_space=space_index, sample_seed=sch_seed, features=feats)
         for (h, sch, space_index, sch_seed), feats in zip(found, features)
     ], invalid
+
+
+def apply_space(space: Any, sch: Any, postprocs: Sequence[Any],
+                decision_provider: Callable[..., Any]) -> bool:
+    """Replay a design space's trace on `sch` with `decision_provider`'s decisions, then the
+    postprocessors; False where TVM or a postprocessor rejects the result."""
+    try:
+        space.apply_to_schedule(sch, remove_postproc=True, decision_provider=decision_provider)
+        # marked as MetaSchedule marks it: a search replaying this trace (a warm start, a
+        # database it resumes from) strips the postprocessors before applying its own;
+        # unmarked, they ran twice ("old_outputs.size() == new_outputs.size()")
+        sch.enter_postproc()
+        return all(p.apply(sch) for p in postprocs)
+    except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses for invalid samples
+        return False
+
+
+def per_store_features(context: Any, schedules: Sequence[Any]) -> list[np.ndarray]:
+    """Each scheduled module's PerStoreFeature rows, (n_stores, FEATURE_DIM) float32."""
+    from tvm.s_tir import meta_schedule as ms
+
+    features = ms.feature_extractor.PerStoreFeature(extract_workload=False).extract_from(
+        context, [ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"]))
+                  for sch in schedules])
+    return [f.numpy().astype(np.float32) for f in features]
 
 
 def apply_trace(mod_json: str, trace_json: str, target_kind: str = "llvm"):

@@ -26,9 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
-
-from tasks.sampling import Candidate
+from tasks.sampling import Candidate, apply_space, per_store_features
 
 SAMPLE_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
 PER_TASK = 4  # a source task's fastest schedules the library keeps
@@ -141,14 +139,8 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
             continue
         sch = fresh.copy()
         sch.seed(1)
-        try:
-            spaces[space_index].apply_to_schedule(
-                sch, remove_postproc=True, decision_provider=_provider(sch, steps))
-            sch.enter_postproc()
-            valid = all(p.apply(sch) for p in postprocs)
-        except Exception:  # noqa: BLE001 - an adapted decision the new task cannot take
-            valid = False
-        if not valid:
+        # (False: an adapted decision the new task cannot take)
+        if not apply_space(spaces[space_index], sch, postprocs, _provider(sch, steps)):
             continue
         schedule_hash = shash2hex(sch.mod)
         if schedule_hash in seen:
@@ -157,11 +149,9 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
         found.append((schedule_hash, sch, space_index))
     if not found:
         return []
-    features = ms.feature_extractor.PerStoreFeature(extract_workload=False).extract_from(
-        context, [ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"]))
-                  for _, sch, _ in found])
+    features = per_store_features(context, [sch for _, sch, _ in found])
     return [Candidate(schedule_hash=h, trace_json=trace_json(sch.trace), design_space=space,
-                      sample_seed=0, features=f.numpy().astype(np.float32))
+                      sample_seed=0, features=f)
             for (h, sch, space), f in zip(found, features)]
 
 
