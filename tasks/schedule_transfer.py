@@ -12,6 +12,12 @@ This is the idea of transfer-tuning (Gibson and Cano, PACT 2022, with Ansor's sc
 the transferred programs join the random ones and the cost model ranks them all, so a poor
 transfer costs nothing but a rank.
 
+Measured on mobilenet_v2 (docs/tuning-results.md, thirty-fourth session): transfers are a
+better pool on the median (1.9-3.1x faster than random samples) but not at the top, and a warm
+start that ranks them beside its samples reached the same latencies no sooner, from random
+sources and from efficientnet_b0's tuned ones alike. So it is a bench variant
+(warm-focus-pop4-w128-xfer), not a retune default.
+
 Sources are matched by their sampling signature (the kinds and arguments of the design
 space's Sample* instructions, in order) and, among the compatible ones, the nearest in FLOPs
 come first. Which networks may lend schedules is the caller's choice (a benchmark holds its
