@@ -46,24 +46,14 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
     already derived.
     """
 
-    tvm = load_tvm(target)
-    from tvm import s_tir
-    from tvm.s_tir import meta_schedule as ms
+    context, spaces, fresh = design_spaces(mod_json, target, attempt_seed(seed, 0))  # loads TVM
     from tvm.s_tir.meta_schedule.utils import shash2hex
-    from tvm.target import Target
 
-    mod = tvm.ir.load_json(mod_json)
-    context = ms.TuneContext(mod, target=Target(target), space_generator="post-order-apply",
-                             task_name="sample", rand_state=attempt_seed(seed, 0), num_threads=1)
-    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
     postprocs = context.space_generator.postprocs
     stored = set(known_hashes)
     derived: set[str] = set()  # hashes this call produced, stored ones included
-    found: list[tuple[str, s_tir.Schedule, int, int]] = []
+    found: list[tuple[str, Any, int, int]] = []
     invalid = since_new = attempt = 0
-    # Copying a fresh schedule and seeding it gives the same draws as constructing one with
-    # that seed, 13x faster (0.12 vs 1.6 ms: 10% of sampling, docs/tuning-results.md).
-    fresh = s_tir.Schedule(mod)
     while len(stored | derived) < count and since_new < give_up_after:
         attempt += 1
         since_new += 1
@@ -95,6 +85,23 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
                   design_space=space_index, sample_seed=sch_seed, features=feats)
         for (h, sch, space_index, sch_seed), feats in zip(found, features)
     ], invalid
+
+
+def design_spaces(mod_json: str, target: dict, rand_state: int) -> tuple[Any, list[Any], Any]:
+    """A task's TuneContext (its postprocessors: `context.space_generator.postprocs`), its
+    design spaces as traces without postprocessors, and a fresh schedule of its module to copy
+    per attempt: copying one and seeding it gives the same draws as constructing a schedule
+    with that seed, 13x faster (0.12 vs 1.6 ms: 10% of sampling, docs/tuning-results.md)."""
+    tvm = load_tvm(target)
+    from tvm import s_tir
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import Target
+
+    mod = tvm.ir.load_json(mod_json)
+    context = ms.TuneContext(mod, target=Target(target), space_generator="post-order-apply",
+                             task_name="sample", rand_state=rand_state, num_threads=1)
+    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
+    return context, spaces, s_tir.Schedule(mod)
 
 
 def apply_space(space: Any, sch: Any, postprocs: Sequence[Any],

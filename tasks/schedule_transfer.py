@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tasks.sampling import Candidate, apply_space, per_store_features
+from tasks.sampling import Candidate, apply_space, design_spaces, per_store_features
 
 SAMPLE_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
 PER_TASK = 4  # a source task's fastest schedules the library keeps
@@ -114,18 +114,11 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
     """Up to `limit` distinct valid candidates of the task `mod_json` made from `sources`
     (those whose sampling signature one of its design spaces has, nearest in FLOPs first,
     fastest first within a task); none whose schedule hash is in `known_hashes`."""
-    from core.tvm_env import load_tvm, trace_json
+    from core.tvm_env import trace_json
 
-    tvm = load_tvm(target)
-    from tvm import s_tir
-    from tvm.s_tir import meta_schedule as ms
+    context, spaces, fresh = design_spaces(mod_json, target, rand_state=1)  # loads TVM
     from tvm.s_tir.meta_schedule.utils import shash2hex
-    from tvm.target import Target
 
-    mod = tvm.ir.load_json(mod_json)
-    context = ms.TuneContext(mod, target=Target(target), space_generator="post-order-apply",
-                             task_name="transfer", rand_state=1, num_threads=1)
-    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
     by_signature = {}
     for index, space in enumerate(spaces):
         steps = sampling_steps(json.loads(trace_json(space))[0])
@@ -133,7 +126,6 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
     ordered = sorted(sources, key=lambda s: (abs(math.log(max(s.flops, 1.0))
                                                  - math.log(max(flops, 1.0))), s.latency_s))
     postprocs = context.space_generator.postprocs
-    fresh = s_tir.Schedule(mod)
     found: list[tuple[str, Any, int]] = []
     seen = set(known_hashes)
     for source in ordered:
