@@ -41,6 +41,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            Seed 0: a third less search time, twice the trials to XGB's final (1.89x)
   warm-focus-pop4-w128-bhalf  the other way: half the batch (6 a round) out of the same
            population, so each measured trial had more evolution behind it
+  warm-focus-pop4-w128-evo  w128 whose warm start also ranks the children the model bred from
+           each task's best 16 samples, 4 generations of 32, nothing measured
+           (tasks.model_evolution): on five heavy NCHW16c convolutions the evolved top 4 ran
+           faster than the sampled top 4 on most tasks (bench/warm_start_pools.py)
+  warm-focus-pop4-w64-evo  the same from 64 samples a task: about w128's candidate count
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -120,6 +125,10 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-b2x-nchw16c",
             "warm-focus-pop4-w128-bhalf", "warm-focus-pop4-w128-bhalf-nchw8c",
             "warm-focus-pop4-w128-bhalf-nchw16c",
+            "warm-focus-pop4-w128-evo", "warm-focus-pop4-w128-evo-nchw8c",
+            "warm-focus-pop4-w128-evo-nchw16c",
+            "warm-focus-pop4-w64-evo", "warm-focus-pop4-w64-evo-nchw8c",
+            "warm-focus-pop4-w64-evo-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -254,6 +263,7 @@ def warm_samples_of(variant: str) -> int:
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
+    from tasks.model_evolution import GENERATIONS
     from tasks.tuning.contexts import GENETIC_ITERS
 
     instant = variant.startswith("instant")
@@ -271,6 +281,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_samples": warm_samples_of(variant),
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
         "round_scale": 2.0 if "-b2x" in variant else 0.5 if "-bhalf" in variant else 1.0,
+        "warm_evolve": GENERATIONS if "-evo" in variant else 0,
     }
 
 
@@ -340,6 +351,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "genetic_iters": settings["genetic_iters"],
         "warm_samples": settings["warm_samples"] if settings["warm_start"] else None,
         "transfer_sources": result.transfer_sources,
+        "warm_evolve": result.warm_evolve,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "graph": graph,

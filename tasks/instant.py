@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from core.hardware import HardwareProfile
+from tasks.model_evolution import PARENTS, Scored, evolve
 from tasks.schedule_transfer import SourceSchedule, transfer_candidates
 
 FIRST_PASS_TOP = 8  # measured per task in the first pass when the budget allows more
@@ -52,6 +53,7 @@ class _TaskState:
     remainder: list[Any] = field(default_factory=list)  # ranked, not measured, best first
     sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
     transferred: bool = False  # the schedule library lent its candidates (first rank only)
+    evolved: bool = False  # model-only evolution bred children of its samples (first rank only)
     best_s: float | None = None  # fastest measured mean run time
     space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
 
@@ -102,16 +104,19 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  measurer: Any, samples: int, measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
                  context_of: list[int] | None = None, budget: int | None = None,
-                 library: Sequence[SourceSchedule] = ()) -> None:
+                 library: Sequence[SourceSchedule] = (), evolve_generations: int = 0) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
     may give a task several contexts). With a `budget` of trials beyond the first pass's
     `measure_top` per task, the second pass spends the rest by latency share. A `library`
     of other tasks' measured schedules (tasks.schedule_transfer) adds up to TRANSFERRED
-    candidates made from them to each task's first ranking, beside the sampled ones."""
+    candidates made from them to each task's first ranking, beside the sampled ones.
+    `evolve_generations` > 0: each task's first ranking also holds the children of its best
+    samples bred that many generations by the model alone (tasks.model_evolution)."""
     tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
     tuner.library = library
+    tuner.evolve_generations = evolve_generations
     states = []
     for i, index in enumerate(chosen):
         if log.should_stop():
@@ -124,12 +129,15 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
-        state.space_exhausted = len(ranked) - _transferred(ranked) < samples
+        state.space_exhausted = len(ranked) - _transferred(ranked) - _evolved(ranked) < samples
         measured = tuner.measure(state, ranked[:measure_top])
         state.remainder = ranked[measure_top:]
         states.append(state)
         lent = (f" ({_transferred(ranked)} transferred, {_transferred(ranked[:measure_top])} "
                 "of them measured)" if library else "")
+        if evolve_generations:
+            lent += (f" ({_evolved(ranked)} bred by the model, {_evolved(ranked[:measure_top])} "
+                     "of them measured)")
         report(f"{task.task_name}: ranked {len(ranked)} candidates{lent}, measured the top "
                f"{measured} in {time.monotonic() - started:.1f} s")
     extra = (budget or 0) - log.trials
@@ -235,10 +243,15 @@ class _Ranked:
     candidate: Any
     score: float
     transferred: bool = False  # made from another task's schedule (tasks.schedule_transfer)
+    evolved: bool = False  # bred from the task's samples by the model (tasks.model_evolution)
 
 
 def _transferred(ranked: Sequence[_Ranked]) -> int:
     return sum(r.transferred for r in ranked)
+
+
+def _evolved(ranked: Sequence[_Ranked]) -> int:
+    return sum(r.evolved for r in ranked)
 
 
 class _Tuner:
@@ -252,11 +265,12 @@ class _Tuner:
         self.hardware = np.array(profile.feature_vector(), np.float32)
         self.next_id = 0  # unique per run: a worker loads each artifact path once (dlopen)
         self.library: Sequence[SourceSchedule] = ()  # other tasks' schedules to transfer
+        self.evolve_generations = 0  # model-only evolution on a task's first ranking
 
     def rank(self, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
         """`samples` new distinct candidates of the task (none drawn before), and on its first
-        ranking up to TRANSFERRED made from the library, best first."""
-        from models.dataset import dataset_from_features
+        ranking up to TRANSFERRED made from the library and, with `evolve_generations`, the
+        children the model bred from the best of them, best first."""
         from tasks.sampling import sample_candidates
 
         known = state.sampled
@@ -273,11 +287,27 @@ class _Tuner:
             return []
         if self.model is None:  # no model: the sampling order, a random one
             return [_Ranked(c, 0.0) for c in candidates]
-        scores = self.model.predict(dataset_from_features(
+        scores = self.score(candidates)
+        ranked = [_Ranked(candidates[i], float(scores[i]), transferred=i >= sampled)
+                  for i in np.argsort(-scores, kind="stable")]
+        if self.evolve_generations and not state.evolved:
+            state.evolved = True
+            children = evolve(state.mod_json, self.profile.target,
+                              [Scored(r.candidate, r.score) for r in ranked[:PARENTS]],
+                              self.score, seed, generations=self.evolve_generations,
+                              known_hashes=state.sampled)
+            state.sampled = state.sampled | {c.candidate.schedule_hash for c in children}
+            ranked = sorted(ranked + [_Ranked(c.candidate, c.score, evolved=True)
+                                      for c in children], key=lambda r: -r.score)
+        return ranked
+
+    def score(self, candidates: Sequence[Any]) -> np.ndarray:
+        """The model's scores of sampled candidates (higher: faster)."""
+        from models.dataset import dataset_from_features
+
+        return self.model.predict(dataset_from_features(
             [c.features for c in candidates], self.profile.name, self.hardware,
             traces=[c.trace_json for c in candidates]))
-        return [_Ranked(candidates[i], float(scores[i]), transferred=i >= sampled)
-                for i in np.argsort(-scores, kind="stable")]
 
     def measure(self, state: _TaskState, picks: list[_Ranked]) -> int:
         """Build and run `picks`; commit them to the database and the log."""

@@ -57,6 +57,7 @@ class TuningResult:
     warm_focus: bool | None = None  # a warm start's search skipped the blind pass (None: no warm)
     warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
     transfer_sources: int = 0  # schedules of other tasks its candidates could be made from
+    warm_evolve: int = 0  # generations of model-only evolution on each task's first ranking
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
     search_cpu_s: float | None = None
@@ -130,7 +131,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  genetic_iters: int = GENETIC_ITERS,
                  warm_samples: int = WARM_SAMPLES,
                  transfer_library: Sequence[SourceSchedule] = (),
-                 round_scale: float = 1.0) -> TuningResult:
+                 round_scale: float = 1.0, warm_evolve: int = 0) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -165,6 +166,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     unset; at least 1), out of the default batch's population. 2 on mobilenet_v2 (seed 0):
     a third less search time, but twice the trials to the same latency: the 14th-26th of an
     evolved population are much worse picks than its top 13 (docs/tuning-results.md).
+    `warm_evolve` > 0: the warm start (or instant tuning) also ranks the children of each
+    task's best samples, bred that many generations by the model alone before anything of the
+    task is measured (tasks.model_evolution).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -244,7 +248,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=warm_samples,
                                  measure_top=warm_start, seed=seed, report=report,
-                                 context_of=first_context, library=transfer_library)
+                                 context_of=first_context, library=transfer_library,
+                                 evolve_generations=warm_evolve)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -255,7 +260,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=population,
                                  measure_top=top, seed=seed, report=report, budget=trials,
-                                 library=transfer_library)
+                                 library=transfer_library, evolve_generations=warm_evolve)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                     ms.tune_tasks(tasks=contexts,
                                   task_weights=[log.context_weight(c)
@@ -312,6 +317,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_focus=warm_focus if warm_start else None,
         warm_samples=warm_samples if warm_start else None,
         transfer_sources=len(transfer_library) if (warm_start or instant) else 0,
+        warm_evolve=warm_evolve if (warm_start or instant) else 0,
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "

@@ -208,3 +208,39 @@ def test_a_library_adds_transferred_candidates_to_a_tasks_first_ranking_only(mon
     assert lent == [{"s0", "s1", "s2"}]  # told what was sampled, not to make it again
     tuner.rank(state, 3, seed=1)  # a second draw (the second pass) samples only
     assert len(lent) == 1 and state.sampled == {"s0", "s1", "s2", "x0", "x1"}
+
+
+def test_evolution_adds_the_models_children_to_a_tasks_first_ranking_only(monkeypatch):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import tasks.instant as instant
+    import tasks.sampling as sampling
+    from tasks.model_evolution import Scored
+
+    def fake(prefix, n):
+        return [SimpleNamespace(schedule_hash=f"{prefix}{i}", trace_json="[[], []]",
+                                features=np.zeros((1, 164), np.float32)) for i in range(n)]
+
+    monkeypatch.setattr(sampling, "sample_candidates",
+                        lambda mod, target, count, seed, known_hashes: (fake("s", 3), 0))
+    bred = []
+
+    def evolve(mod_json, target, parents, score, seed, generations, known_hashes):
+        bred.append(([p.candidate.schedule_hash for p in parents], generations, known_hashes))
+        return [Scored(c, 5.0) for c in fake("e", 1)]
+
+    monkeypatch.setattr(instant, "evolve", evolve)
+    model = SimpleNamespace(predict=lambda data: np.arange(len(data.candidate_id), dtype=float))
+    profile = SimpleNamespace(name="p", target={}, feature_vector=lambda: [0.0])
+    tuner = instant._Tuner(None, profile, None, model, None, None, lambda line: None)
+    tuner.evolve_generations = 2
+    state = instant._TaskState(0, None, "{}", 1.0)
+    ranked = tuner.rank(state, 3, seed=0)
+    # the child (scored 5) ranks first; the parents are the samples, best first
+    assert [r.candidate.schedule_hash for r in ranked] == ["e0", "s2", "s1", "s0"]
+    assert [r.evolved for r in ranked] == [True, False, False, False]
+    assert bred == [(["s2", "s1", "s0"], 2, {"s0", "s1", "s2"})]
+    tuner.rank(state, 3, seed=1)  # a second draw (the second pass) samples only
+    assert len(bred) == 1 and state.sampled == {"s0", "s1", "s2", "e0"}
