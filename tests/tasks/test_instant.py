@@ -178,30 +178,44 @@ def test_an_interrupt_is_prompt_and_a_search_that_measured_everything_is_left_al
     assert _fill(monkeypatch, log) == ([], [], [])
 
 
-def test_a_library_adds_transferred_candidates_to_a_tasks_first_ranking_only(monkeypatch):
+def _fake_candidates(prefix, n):
     from types import SimpleNamespace
 
     import numpy as np
 
+    return [SimpleNamespace(schedule_hash=f"{prefix}{i}", trace_json="[[], []]",
+                            features=np.zeros((1, 164), np.float32)) for i in range(n)]
+
+
+def _ranking_tuner(monkeypatch, predict):
+    """A tuner whose sampling draws s0-s2 and whose model scores with `predict`."""
+    from types import SimpleNamespace
+
     import tasks.instant as instant
     import tasks.sampling as sampling
 
-    def fake(prefix, n):
-        return [SimpleNamespace(schedule_hash=f"{prefix}{i}", trace_json="[[], []]",
-                                features=np.zeros((1, 164), np.float32)) for i in range(n)]
-
     monkeypatch.setattr(sampling, "sample_candidates",
-                        lambda mod, target, count, seed, known_hashes: (fake("s", 3), 0))
+                        lambda mod, target, count, seed, known_hashes:
+                        (_fake_candidates("s", 3), 0))
+    profile = SimpleNamespace(name="p", target={}, feature_vector=lambda: [0.0])
+    model = SimpleNamespace(predict=predict)
+    return (instant._Tuner(None, profile, None, model, None, None, lambda line: None),
+            instant._TaskState(0, None, "{}", 1.0))
+
+
+def test_a_library_adds_transferred_candidates_to_a_tasks_first_ranking_only(monkeypatch):
+    import numpy as np
+
+    import tasks.instant as instant
+
     lent = []
     monkeypatch.setattr(instant, "transfer_candidates",
-                        lambda *args, **kw: lent.append(kw["known_hashes"]) or fake("x", 2))
+                        lambda *args, **kw: lent.append(kw["known_hashes"])
+                        or _fake_candidates("x", 2))
     # the model prefers the transferred ones (scores: samples 0-2, then 10, 11)
-    model = SimpleNamespace(
-        predict=lambda data: np.array([0.0, 1.0, 2.0, 10.0, 11.0])[:len(data.candidate_id)])
-    profile = SimpleNamespace(name="p", target={}, feature_vector=lambda: [0.0])
-    tuner = instant._Tuner(None, profile, None, model, None, None, lambda line: None)
+    tuner, state = _ranking_tuner(monkeypatch, lambda data: np.array(
+        [0.0, 1.0, 2.0, 10.0, 11.0])[:len(data.candidate_id)])
     tuner.library = ["a source"]
-    state = instant._TaskState(0, None, "{}", 1.0)
     ranked = tuner.rank(state, 3, seed=0)
     assert [r.candidate.schedule_hash for r in ranked] == ["x1", "x0", "s2", "s1", "s0"]
     assert [r.transferred for r in ranked] == [True, True, False, False, False]
@@ -211,32 +225,21 @@ def test_a_library_adds_transferred_candidates_to_a_tasks_first_ranking_only(mon
 
 
 def test_evolution_adds_the_models_children_to_a_tasks_first_ranking_only(monkeypatch):
-    from types import SimpleNamespace
-
     import numpy as np
 
     import tasks.instant as instant
-    import tasks.sampling as sampling
     from tasks.model_evolution import Scored
 
-    def fake(prefix, n):
-        return [SimpleNamespace(schedule_hash=f"{prefix}{i}", trace_json="[[], []]",
-                                features=np.zeros((1, 164), np.float32)) for i in range(n)]
-
-    monkeypatch.setattr(sampling, "sample_candidates",
-                        lambda mod, target, count, seed, known_hashes: (fake("s", 3), 0))
     bred = []
 
     def evolve(mod_json, target, parents, score, seed, generations, known_hashes):
         bred.append(([p.candidate.schedule_hash for p in parents], generations, known_hashes))
-        return [Scored(c, 5.0) for c in fake("e", 1)]
+        return [Scored(c, 5.0) for c in _fake_candidates("e", 1)]
 
     monkeypatch.setattr(instant, "evolve", evolve)
-    model = SimpleNamespace(predict=lambda data: np.arange(len(data.candidate_id), dtype=float))
-    profile = SimpleNamespace(name="p", target={}, feature_vector=lambda: [0.0])
-    tuner = instant._Tuner(None, profile, None, model, None, None, lambda line: None)
+    tuner, state = _ranking_tuner(
+        monkeypatch, lambda data: np.arange(len(data.candidate_id), dtype=float))
     tuner.evolve_generations = 2
-    state = instant._TaskState(0, None, "{}", 1.0)
     ranked = tuner.rank(state, 3, seed=0)
     # the child (scored 5) ranks first; the parents are the samples, best first
     assert [r.candidate.schedule_hash for r in ranked] == ["e0", "s2", "s1", "s0"]
