@@ -14,7 +14,8 @@ the tasks that matter least). On resnet18 four 3x3 convolutions carry ~3/4 of th
 flat top-k gave them a third of the measurements.
 
 It spends its time measuring what the model believes in, and none on evolution: the model's
-ranking is the whole search. That is what a pre-trained model is for on a machine seen for the
+ranking is the whole search (tasks.model_evolution can breed the best samples by the model
+alone first: better picks, not worth their time on the VM measured, so off by default). That is what a pre-trained model is for on a machine seen for the
 first time, and the baseline the full search must beat.
 """
 

@@ -12,7 +12,14 @@ scores the children, and the best of parents and children breed the next generat
 
 Whether the model's scores hold up on programs it chose itself (rather than on random ones,
 what it was trained on) is the question: bench/warm_start_pools.py measures the evolved pool
-beside the sampled one.
+beside the sampled one. Measured on mobilenet_v2 (docs/tuning-results.md, thirty-fifth
+session): they do. 8 generations of 64 put the warm pick of five heavy convolutions at 1.37x
+the search's final best against 2.06x for the model's top 4 of 128 samples (two seeds alike).
+But a child costs ~21 ms (postprocessors, features, predict), as a sample does, and the
+warm start with 4 x 32 on every task reached XGB's final later than without it (seed 0:
+1.99x and 2.99x from 128 and 64 samples, against 3.60x): the search's own evolution, with
+measurements behind it, does the same work sooner. So it is a bench variant
+(warm-focus-pop4-w128-evo, -w64-evo), off by default.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ def evolve(mod_json: str, target: dict, parents: Sequence[Scored],
         while len(found) < children and tries < children * 4:
             tries += 1
             attempt += 1
+            # the better a parent ranks, the more children it has (a third of them from the
+            # best eighth of the pool, as this exponential rank draw gives)
             parent = pool[min(int(rng.exponential(len(pool) / 3)), len(pool) - 1)].candidate
             steps = source_steps(parent.trace_json)
             if not steps:
