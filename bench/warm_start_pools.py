@@ -56,10 +56,10 @@ def main() -> None:
     if not pools or any(p not in POOLS for p in pools):
         raise SystemExit(f"--pools {args.pools!r}: choose from {', '.join(POOLS)}")
 
-    from models.dataset import dataset_from_features
     from models.registry import load_model
     from storage.store import Store
     from tasks.hardware import resolve_profile
+    from tasks.instant import score_candidates
     from tasks.measure import MeasureJob, Measurer
     from tasks.model_evolution import Scored, evolve
     from tasks.sampling import sample_candidates
@@ -82,9 +82,7 @@ def main() -> None:
     hardware = np.array(profile.feature_vector(), np.float32)
 
     def score(candidates):
-        return model.predict(dataset_from_features(
-            [c.features for c in candidates], profile.name, hardware,
-            traces=[c.trace_json for c in candidates]))
+        return score_candidates(model, profile.name, hardware, candidates)
 
     def ranked(candidates):
         return [candidates[i] for i in np.argsort(-score(candidates), kind="stable")]
@@ -96,12 +94,15 @@ def main() -> None:
     with Measurer(profile) as measurer:
         for workload, name, flops, mod_json in tasks:
             samples, _ = sample_candidates(mod_json, profile.target, args.samples, args.seed)
+            # the samples with the model's scores, best first (top4 and evolved's parents)
+            by_score = sorted((Scored(c, float(s)) for c, s in zip(samples, score(samples))),
+                              key=lambda s: -s.score)
             made: dict[str, list] = {}
             notes = []
             if "random" in pools:
                 made["random"] = samples[:32]
             if "top4" in pools:
-                made["top4"] = ranked(samples)[:4]
+                made["top4"] = [s.candidate for s in by_score[:4]]
             if {"transfers", "top4+xfer"} & set(pools):
                 lent = transfer_candidates(mod_json, profile.target, library, flops, 32,
                                            known_hashes={c.schedule_hash for c in samples})
@@ -111,11 +112,9 @@ def main() -> None:
                     made["top4+xfer"] = ranked(samples + lent)[:4]
             if "evolved" in pools:
                 started = time.monotonic()
-                scores = score(samples)
-                parents = [Scored(samples[i], float(scores[i])) for i in np.argsort(-scores)]
-                children = evolve(mod_json, profile.target, parents, score, args.seed,
+                children = evolve(mod_json, profile.target, by_score, score, args.seed,
                                   generations=args.generations, children=args.children)
-                best = sorted(parents + children, key=lambda s: -s.score)[:4]
+                best = sorted(by_score + children, key=lambda s: -s.score)[:4]
                 made["evolved"] = [s.candidate for s in best]
                 notes.append(f"evolved: {len(children)} children in "
                              f"{time.monotonic() - started:.1f} s, "

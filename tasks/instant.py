@@ -14,9 +14,10 @@ the tasks that matter least). On resnet18 four 3x3 convolutions carry ~3/4 of th
 flat top-k gave them a third of the measurements.
 
 It spends its time measuring what the model believes in, and none on evolution: the model's
-ranking is the whole search (tasks.model_evolution can breed the best samples by the model
-alone first: better picks, not worth their time on the VM measured, so off by default). That is what a pre-trained model is for on a machine seen for the
-first time, and the baseline the full search must beat.
+ranking is the whole search. That is what a pre-trained model is for on a machine seen for the
+first time, and the baseline the full search must beat. (tasks.model_evolution can breed the
+best samples by the model alone first: better picks, but not worth their time on the VM
+measured, so off by default.)
 """
 
 from __future__ import annotations
@@ -53,8 +54,6 @@ class _TaskState:
     flops: float
     remainder: list[Any] = field(default_factory=list)  # ranked, not measured, best first
     sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
-    transferred: bool = False  # the schedule library lent its candidates (first rank only)
-    evolved: bool = False  # model-only evolution bred children of its samples (first rank only)
     best_s: float | None = None  # fastest measured mean run time
     space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
 
@@ -247,6 +246,17 @@ class _Ranked:
     evolved: bool = False  # bred from the task's samples by the model (tasks.model_evolution)
 
 
+def score_candidates(model: Any, hardware_name: str, hardware_vector: np.ndarray,
+                     candidates: Sequence[Any]) -> np.ndarray:
+    """`model`'s scores of sampled candidates (tasks.sampling.Candidate; higher: faster) on
+    the hardware named so, with its feature vector."""
+    from models.dataset import dataset_from_features
+
+    return model.predict(dataset_from_features(
+        [c.features for c in candidates], hardware_name, hardware_vector,
+        traces=[c.trace_json for c in candidates]))
+
+
 def _transferred(ranked: Sequence[_Ranked]) -> int:
     return sum(r.transferred for r in ranked)
 
@@ -275,11 +285,11 @@ class _Tuner:
         from tasks.sampling import sample_candidates
 
         known = state.sampled
+        first = not known  # the task's first ranking: the only one that transfers and breeds
         candidates, _ = sample_candidates(state.mod_json, self.profile.target,
                                           len(known) + samples, seed, known_hashes=known)
         sampled = len(candidates)
-        if self.library and not state.transferred and self.model is not None:
-            state.transferred = True
+        if self.library and first and self.model is not None:
             candidates += transfer_candidates(
                 state.mod_json, self.profile.target, self.library, state.flops, TRANSFERRED,
                 known_hashes=known | {c.schedule_hash for c in candidates})
@@ -291,8 +301,7 @@ class _Tuner:
         scores = self.score(candidates)
         ranked = [_Ranked(candidates[i], float(scores[i]), transferred=i >= sampled)
                   for i in np.argsort(-scores, kind="stable")]
-        if self.evolve_generations and not state.evolved:
-            state.evolved = True
+        if self.evolve_generations and first:
             children = evolve(state.mod_json, self.profile.target,
                               [Scored(r.candidate, r.score) for r in ranked[:PARENTS]],
                               self.score, seed, generations=self.evolve_generations,
@@ -303,12 +312,7 @@ class _Tuner:
         return ranked
 
     def score(self, candidates: Sequence[Any]) -> np.ndarray:
-        """The model's scores of sampled candidates (higher: faster)."""
-        from models.dataset import dataset_from_features
-
-        return self.model.predict(dataset_from_features(
-            [c.features for c in candidates], self.profile.name, self.hardware,
-            traces=[c.trace_json for c in candidates]))
+        return score_candidates(self.model, self.profile.name, self.hardware, candidates)
 
     def measure(self, state: _TaskState, picks: list[_Ranked]) -> int:
         """Build and run `picks`; commit them to the database and the log."""

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tasks.sampling import Candidate, apply_space, attempt_seed, design_spaces, per_store_features
+from tasks.sampling import Candidate, apply_space, as_candidates, attempt_seed, design_spaces
 from tasks.schedule_transfer import SAMPLE_KINDS, source_steps
 
 GENERATIONS = 4
@@ -53,8 +53,6 @@ def evolve(mod_json: str, target: dict, parents: Sequence[Scored],
     best first (none whose hash is a parent's or in `known_hashes`)."""
     context, spaces, fresh = design_spaces(mod_json, target, attempt_seed(seed, 0))  # loads TVM
     from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    from core.tvm_env import trace_json
 
     postprocs = context.space_generator.postprocs
     rng = np.random.default_rng(seed)
@@ -90,10 +88,7 @@ def evolve(mod_json: str, target: dict, parents: Sequence[Scored],
             found.append((schedule_hash, sch, parent.design_space, sch_seed))
         if not found:
             break
-        features = per_store_features(context, [sch for _, sch, _, _ in found])
-        generation = [Candidate(schedule_hash=h, trace_json=trace_json(sch.trace),
-                                design_space=space, sample_seed=sch_seed, features=f)
-                      for (h, sch, space, sch_seed), f in zip(found, features)]
+        generation = as_candidates(context, found)
         scores = score(generation)
         scored = [Scored(c, float(s)) for c, s in zip(generation, scores)]
         born += scored

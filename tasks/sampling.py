@@ -76,15 +76,18 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
         if schedule_hash not in stored:
             found.append((schedule_hash, sch, space_index, sch_seed))
 
+    return as_candidates(context, found), invalid
+
+
+def as_candidates(context: Any, found: Sequence[tuple[str, Any, int, int]]) -> list[Candidate]:
+    """Candidates of scheduled modules, (schedule hash, schedule, design space index, sample
+    seed) each, with their features extracted in one batch."""
     if not found:
-        return [], invalid
+        return []
     features = per_store_features(context, [sch for _, sch, _, _ in found])
-    return [
-        Candidate(schedule_hash=h,
-                  trace_json=trace_json(sch.trace),
-                  design_space=space_index, sample_seed=sch_seed, features=feats)
-        for (h, sch, space_index, sch_seed), feats in zip(found, features)
-    ], invalid
+    return [Candidate(schedule_hash=h, trace_json=trace_json(sch.trace),
+                      design_space=space_index, sample_seed=sch_seed, features=feats)
+            for (h, sch, space_index, sch_seed), feats in zip(found, features)]
 
 
 def design_spaces(mod_json: str, target: dict, rand_state: int) -> tuple[Any, list[Any], Any]:

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tasks.sampling import Candidate, apply_space, design_spaces, per_store_features
+from tasks.sampling import Candidate, apply_space, as_candidates, design_spaces
 
 SAMPLE_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
 PER_TASK = 4  # a source task's fastest schedules the library keeps
@@ -126,7 +126,7 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
     ordered = sorted(sources, key=lambda s: (abs(math.log(max(s.flops, 1.0))
                                                  - math.log(max(flops, 1.0))), s.latency_s))
     postprocs = context.space_generator.postprocs
-    found: list[tuple[str, Any, int]] = []
+    found: list[tuple[str, Any, int, int]] = []
     seen = set(known_hashes)
     for source in ordered:
         if len(found) >= limit:
@@ -144,13 +144,8 @@ def transfer_candidates(mod_json: str, target: dict, sources: Sequence[SourceSch
         if schedule_hash in seen:
             continue
         seen.add(schedule_hash)
-        found.append((schedule_hash, sch, space_index))
-    if not found:
-        return []
-    features = per_store_features(context, [sch for _, sch, _ in found])
-    return [Candidate(schedule_hash=h, trace_json=trace_json(sch.trace), design_space=space,
-                      sample_seed=0, features=f)
-            for (h, sch, space), f in zip(found, features)]
+        found.append((schedule_hash, sch, space_index, 0))  # (no sample seed: a replay)
+    return as_candidates(context, found)
 
 
 def _provider(sch: Any, steps: Sequence[tuple[str, str, Any]]):
