@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from core.errors import TenforgeError
+from core.signals import signals_held
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.sql"
@@ -123,13 +124,17 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            yield
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+        """All or nothing. A Ctrl-C or SIGTERM that arrives meanwhile is acted on once the
+        transaction has committed (core/signals.py): a run stopped while it stores what it
+        measured keeps it."""
+        with signals_held():
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            self.con.execute("COMMIT")
 
     # -------------------------------------------------------------- generic helpers
 

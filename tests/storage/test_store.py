@@ -88,3 +88,20 @@ def test_a_failed_transaction_leaves_nothing(db):
                 store.insert_candidates(tid, hid, [C("x1")])
                 raise RuntimeError("killed mid-batch")
         assert store.scalar("SELECT count(*) FROM candidates") == 0
+
+
+def test_ctrl_c_during_a_transaction_waits_for_its_commit(db):
+    """A deadline's SIGINT that lands while a measured batch is stored once aborted DuckDB's
+    insert and lost the batch; now the batch commits and the interrupt follows."""
+    import os
+    import signal
+
+    with Store(db) as store:
+        hid, tid, sid = _seed(store)
+        with pytest.raises(KeyboardInterrupt):
+            with store.transaction():
+                store.insert_candidates(tid, hid, [C("x1")])
+                os.kill(os.getpid(), signal.SIGINT)
+                store.insert_candidates(tid, hid, [C("x2")])
+        assert store.scalar("SELECT count(*) FROM candidates") == 2
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
