@@ -73,13 +73,17 @@ def load_rows(db: str, hardware: str, networks: tuple[str, ...], per_task: int,
 
 
 def read_results(path: Path) -> dict[int, dict]:
+    """Candidate id -> its re-measurement. A line cut short by a kill is skipped: that
+    candidate is measured again."""
     if not path.exists():
         return {}
     out = {}
     for line in path.read_text().splitlines():
-        if line.strip():
+        try:
             rec = json.loads(line)
-            out[rec["candidate_id"]] = rec
+        except json.JSONDecodeError:
+            continue
+        out[rec["candidate_id"]] = rec
     return out
 
 

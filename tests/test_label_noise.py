@@ -41,3 +41,12 @@ def test_only_candidates_every_round_re_measured_are_scored():
     half = {c: v for c, v in fresh.items() if c % 2 == 0}
     report = noise_report(data, {"r1": fresh, "r2": half}, ("net0", "net1", "net2"))
     assert report["candidates"] == len(half)  # the candidates every round has
+
+
+def test_a_line_cut_short_by_a_kill_is_measured_again(tmp_path):
+    from bench.label_noise import read_results
+
+    path = tmp_path / "r1.jsonl"
+    path.write_text('{"candidate_id": 1, "run_secs": [0.1], "error_kind": null}\n'
+                    '{"candidate_id": 2, "run_se')
+    assert set(read_results(path)) == {1}
