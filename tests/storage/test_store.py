@@ -96,12 +96,18 @@ def test_ctrl_c_during_a_transaction_waits_for_its_commit(db):
     import os
     import signal
 
-    with Store(db) as store:
-        hid, tid, sid = _seed(store)
-        with pytest.raises(KeyboardInterrupt):
-            with store.transaction():
-                store.insert_candidates(tid, hid, [C("x1")])
-                os.kill(os.getpid(), signal.SIGINT)
-                store.insert_candidates(tid, hid, [C("x2")])
-        assert store.scalar("SELECT count(*) FROM candidates") == 2
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own Ctrl-C handler (a pytest-xdist worker ignores SIGINT: its controller
+    # takes Ctrl-C), put back as it was afterwards
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with Store(db) as store:
+            hid, tid, sid = _seed(store)
+            with pytest.raises(KeyboardInterrupt):
+                with store.transaction():
+                    store.insert_candidates(tid, hid, [C("x1")])
+                    os.kill(os.getpid(), signal.SIGINT)
+                    store.insert_candidates(tid, hid, [C("x2")])
+            assert store.scalar("SELECT count(*) FROM candidates") == 2
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
