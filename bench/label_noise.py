@@ -50,18 +50,16 @@ def load_rows(db: str, hardware: str, networks: tuple[str, ...], per_task: int,
     `per_task` a task (the first in content order; 0: all), and their (workload_hash, mod_json,
     trace_json, flops)."""
     from models.dataset import DataSpec, load_dataset
-    from models.evaluate import _names
+    from models.evaluate import network_rows
     from storage.store import Store
 
     data = load_dataset(db, DataSpec(hardware=(hardware,), networks=tuple(
         sorted({n.split("@")[0] for n in networks})), sources=("sampled",),
         extractor=extractor, traces=traces))
     # a label with a size (resnet50@224) keeps that instance's tasks only
-    wanted = {w for w, nets in data.workload_networks.items()
-              if any(_names(net, networks) for net in nets)}
-    asked = np.isin(data.group_workload[data.group], list(wanted))
-    keep = np.concatenate([np.flatnonzero((data.group == g) & asked)[:per_task or None]
-                           for g in np.unique(data.group[asked])])
+    data = data.subset(network_rows(data, networks))
+    keep = np.concatenate([np.flatnonzero(data.group == g)[:per_task or None]
+                           for g in np.unique(data.group)])
     data = data.subset(np.sort(keep))
     with Store(db, read_only=True) as store:
         rows = store.con.execute(
@@ -113,13 +111,10 @@ def measure_missing(profile, data, sources: dict, results: Path, batch: int) -> 
 def network_top1(data, latency: np.ndarray, scores: np.ndarray,
                  networks: tuple[str, ...]) -> dict:
     """TenSet's network-level top-1 and top-5 of ranking by `scores`, charged `latency`."""
-    from models.evaluate import _names, _over_networks, network_scores
+    from models.evaluate import network_topk
 
-    charged = dataclasses.replace(data, latency=latency)
-    top = {k: network_scores(charged, scores, k) for k in (1, 5)}
-    nets = {key.rsplit("@", 1)[0]: {"top1": top[1][key], "top5": top[5][key]} for key in top[1]
-            if _names(key.rsplit("@", 1)[0], networks)}
-    return _over_networks(nets)
+    report = network_topk(dataclasses.replace(data, latency=latency), scores, networks)
+    return {k: report[k] for k in ("networks", "mean_network_top1", "mean_network_top5")}
 
 
 def round_latency(data, fresh: dict[int, dict]) -> np.ndarray:
@@ -215,9 +210,6 @@ def main() -> None:
         model, extractor = load_model(ref.path), ref.extractor
     data, sources = load_rows(args.db, profile.name, networks, args.per_task, extractor,
                               traces=bool(model is not None and model.takes_traces))
-    if len(data) == 0:
-        raise TenforgeError(f"{args.db} holds no sampled candidates of {args.networks} on "
-                            f"{profile.name}; name networks it has measured there")
     print(f"{profile.name}: {len(data)} stored candidates over {np.unique(data.group).size} "
           f"tasks of {args.networks}" + (f" (at most {args.per_task} a task)"
                                          if args.per_task else ""), flush=True)

@@ -72,24 +72,43 @@ def network_report(model: CostModel, data: Dataset,
     TenSet's network-level top-1 and top-5 averaged over the hardware profiles that measured
     it, their means over networks, and per-task peak@1, peak@5 and pairwise accuracy over the
     tasks of those networks. Per profile too, under `per_hardware`."""
-    def asked(label: str) -> bool:
-        return not networks or _names(label, networks)
+    data = data.subset(network_rows(data, networks))
+    scores = model.predict(data)
+    report = network_topk(data, scores, networks)
+    metrics = ranking_metrics(data, scores)
+    return {
+        "hardware": report["hardware"], "networks": report["networks"],
+        "mean_network_top1": report["mean_network_top1"],
+        "mean_network_top5": report["mean_network_top5"],
+        "peak1": metrics["peak1"], "peak5": metrics["peak5"], "pairwise": metrics["pairwise"],
+        "tasks": int(np.unique(data.group).size), "candidates": len(data),
+        "per_hardware": report["per_hardware"],
+    }
 
-    wanted = {w for w, nets in data.workload_networks.items() if any(asked(n) for n in nets)}
+
+def network_rows(data: Dataset, networks: tuple[str, ...] = ()) -> np.ndarray:
+    """The rows of `data` whose task belongs to one of `networks` (default: any)."""
+    wanted = {w for w, nets in data.workload_networks.items()
+              if any(_asked(n, networks) for n in nets)}
     rows = np.flatnonzero(np.isin(data.group_workload[data.group], list(wanted)))
     if rows.size == 0:
         raise TenforgeError("none of the measured tasks belongs to "
                             f"{', '.join(networks) or 'any network'}")
-    data = data.subset(rows)
-    scores = model.predict(data)
+    return rows
+
+
+def network_topk(data: Dataset, scores: np.ndarray, networks: tuple[str, ...] = ()) -> dict:
+    """Ranking by `scores`, TenSet's network-level top-1 and top-5 of each of `networks`
+    (default: all) averaged over the profiles that measured it, their means, and the same
+    per profile (`per_hardware`)."""
     top = {k: network_scores(data, scores, k) for k in (1, 5)}
     per_hw: dict[str, dict] = {}
     for key in top[1]:
         net, hw = key.rsplit("@", 1)  # labels may hold an @ (resnet18@160), profiles do not
-        if not asked(net):
+        if not _asked(net, networks):
             continue  # a network that only shares tasks with the ones asked for
         per_hw.setdefault(hw, {})[net] = {"top1": top[1][key], "top5": top[5][key]}
-    by_net: dict[str, dict[str, float]] = {}
+    by_net: dict[str, dict[str, list[float]]] = {}
     for nets in per_hw.values():
         for net, values in nets.items():
             by_net.setdefault(net, {"top1": [], "top5": []})
@@ -97,13 +116,12 @@ def network_report(model: CostModel, data: Dataset,
                 by_net[net][k].append(values[k])
     mean = {net: {k: float(np.nanmean(v)) for k, v in values.items()}
             for net, values in sorted(by_net.items())}
-    metrics = ranking_metrics(data, scores)
-    return {
-        "hardware": sorted(per_hw), **_over_networks(mean),
-        "peak1": metrics["peak1"], "peak5": metrics["peak5"], "pairwise": metrics["pairwise"],
-        "tasks": int(np.unique(data.group).size), "candidates": len(data),
-        "per_hardware": {hw: _over_networks(nets) for hw, nets in sorted(per_hw.items())},
-    }
+    return {"hardware": sorted(per_hw), **_over_networks(mean),
+            "per_hardware": {hw: _over_networks(nets) for hw, nets in sorted(per_hw.items())}}
+
+
+def _asked(label: str, networks: tuple[str, ...]) -> bool:
+    return not networks or _names(label, networks)
 
 
 def _names(label: str, networks: tuple[str, ...]) -> bool:
