@@ -16,7 +16,8 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
             candidates_per_task: PositiveInt = 8, seed: int = 0,
             batch_size: PositiveInt = 1, db: str | None = None,
             measure_batch: PositiveInt = 16, outbox: str | None = None,
-            input_size: PositiveInt | None = None, graph: Graph = "exported") -> dict:
+            input_size: PositiveInt | None = None, graph: Graph = "exported",
+            simt: bool = False) -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 
@@ -36,9 +37,12 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         input_size: zoo networks' image side / sequence length (default: each one's own).
         graph: how the networks are prepared (core.graphs.GRAPHS, as retune's `graph`); a
             prepared network's tasks are stored as network NAME+GRAPH.
+        simt: a GPU profile: also sample `candidates_per_task` of each task's SIMT space (its
+            design space without tensor cores), so that a tensorizable task has candidates of
+            both kinds and what its tensor cores gain can be measured (graph "fp16").
     """
     spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,
-                            measure_batch, outbox, input_size, graph)
+                            measure_batch, outbox, input_size, graph, simt)
     run_id = current_run_id()
     params = {k: v for k, v in spec.as_run_params().items() if k not in ("db", "outbox")}
     with recorded_run(spec.db, run_id, "collect", params, spec.hardware) as summary:
@@ -50,6 +54,9 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         # Sequential on purpose: each sample writes the store, and TVM sampling is CPU-bound.
         new = sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,
                                       seed)["new"] for task_id in task_ids)
+        if spec.simt:
+            new += sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,
+                                           seed, simt=True)["new"] for task_id in task_ids)
         measured = t.measure_candidates(spec.db, spec.hardware, task_ids, measure_batch, run_id)
         summary.update({"db": spec.db, "hardware": spec.hardware, "tasks": len(task_ids),
                         "new_candidates": new, **measured})

@@ -69,6 +69,8 @@ def _command_of(flow: str, params: dict[str, Any], db_name: str) -> str:
         parts += ["--input-size", str(params["input_size"])]
     if params.get("graph", "exported") != "exported":  # its tasks are other functions
         parts += ["--graph", params["graph"]]
+    if params.get("simt"):  # a GPU's SIMT samples beside its tensor-core ones
+        parts += ["--simt"]
     return shlex.join([*parts, "--db", db_name])
 
 

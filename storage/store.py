@@ -218,9 +218,15 @@ class Store:
     # -------------------------------------------------------------- candidates and features
 
     def candidate_hashes(self, task_id: int, hardware_id: int) -> list[str]:
-        return [h for (h,) in self.query("SELECT schedule_hash FROM candidates WHERE task_id = ? "
-                                         "AND hardware_id = ? ORDER BY candidate_id",
-                                         [task_id, hardware_id])]
+        return [h for h, _ in self.candidate_traces(task_id, hardware_id, traces=False)]
+
+    def candidate_traces(self, task_id: int, hardware_id: int,
+                         traces: bool = True) -> list[tuple[str, str | None]]:
+        """(schedule hash, trace JSON or None) of a task's candidates on a profile, oldest first."""
+        return [(h, t) for h, t in self.query(
+            f"SELECT schedule_hash, {'trace_json' if traces else 'NULL'} FROM candidates "
+            "WHERE task_id = ? AND hardware_id = ? ORDER BY candidate_id",
+            [task_id, hardware_id])]
 
     def insert_candidates(self, task_id: int, hardware_id: int, candidates: Sequence[Any],
                           source: str = "sampled", extractor: str | None = None) -> int:

@@ -37,12 +37,14 @@ class CollectSpec(Spec):
     outbox: str | None
     input_size: int | None = None  # zoo networks' size (None: each one's default)
     graph: str = "exported"  # how the networks are prepared (core.graphs.GRAPHS)
+    simt: bool = False  # a GPU: also sample each task's SIMT space (tasks.sampling.SIMT_RULES)
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      candidates_per_task: int, seed: int = 0, batch_size: int = 1,
                      measure_batch: int = 16, outbox: str | None = None,
-                     input_size: int | None = None, graph: str = "exported") -> CollectSpec:
+                     input_size: int | None = None, graph: str = "exported",
+                     simt: bool = False) -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
     from core.graphs import check_graph, resolve_graph
     from tasks.network_registry import check_registrable
@@ -63,6 +65,10 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                         measure_batch=measure_batch)
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
+    if simt and profile.target_kind != "cuda":
+        raise TenforgeError(f"--simt samples a GPU's SIMT space beside its tensor-core one; "
+                            f"{profile.name!r} is a {profile.target_kind} profile: leave "
+                            "--simt out, or name a CUDA profile (`tenforge hardware`)")
     graph = resolve_graph(graph, profile.target_kind, profile.features.get("vector_unit_bytes", 0))
     outbox = outbox or default_outbox()
     check_outbox(outbox)
@@ -70,7 +76,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                        workloads=workloads,
                        candidates_per_task=candidates_per_task, seed=seed,
                        batch_size=batch_size, measure_batch=measure_batch, outbox=outbox,
-                       input_size=input_size, graph=graph)
+                       input_size=input_size, graph=graph, simt=simt)
 
 
 def register_network(db: str, profile: HardwareProfile, network: str | Workload,
@@ -111,21 +117,35 @@ def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
 
 
 def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
-                seed: int) -> dict[str, int]:
+                seed: int, simt: bool = False) -> dict[str, int]:
     """Make sure task `task_id` has `count` distinct candidates for `profile` (fewer if its
-    design space has fewer); returns how many were new and how many samples were invalid."""
+    design space has fewer); returns how many were new and how many samples were invalid.
+
+    `simt`: `count` candidates of the task's SIMT space instead (a GPU's space without tensor
+    cores, tasks.sampling.SIMT_RULES). Its stored candidates that use no tensor core count
+    towards it: on a task no tensor core can run, those are the default space's samples, so
+    only the tensorizable tasks get new ones."""
     from core.pause import wait_while_paused
     from storage.store import Store
-    from tasks.sampling import FEATURE_EXTRACTOR, sample_candidates
+    from tasks.sampling import (FEATURE_EXTRACTOR, SIMT_GIVE_UP_AFTER, SIMT_RULES,
+                                sample_candidates, uses_tensor_cores)
 
     with Store(db) as store:
         hardware_id = store.hardware_id(profile.name)  # registered by register_network
-        known = store.candidate_hashes(task_id, hardware_id)
+        if simt:
+            known = [h for h, trace in store.candidate_traces(task_id, hardware_id)
+                     if not uses_tensor_cores(trace)]
+        else:
+            known = store.candidate_hashes(task_id, hardware_id)
         mod_json = store.task_modules([task_id])[task_id]
     if len(known) >= count:
         return {"new": 0, "invalid": 0}
     wait_while_paused()  # a benchmark asked for a quiet machine (core/pause.py)
-    candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known)
+    if simt:
+        candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known,
+                                                SIMT_GIVE_UP_AFTER, rules=SIMT_RULES)
+    else:
+        candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known)
     with Store(db) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
     return {"new": new, "invalid": invalid}

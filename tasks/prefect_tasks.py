@@ -21,8 +21,9 @@ def import_network(db: str, hardware: str, workload: Workload, batch_size: int,
 
 
 @task(name="sample-candidates", tags=["tvm"], task_run_name="sample {count} for task {task_id}")
-def sample_candidates(db: str, hardware: str, task_id: int, count: int, seed: int) -> dict:
-    return collect.sample_task(db, resolve_profile(hardware), task_id, count, seed)
+def sample_candidates(db: str, hardware: str, task_id: int, count: int, seed: int,
+                      simt: bool = False) -> dict:
+    return collect.sample_task(db, resolve_profile(hardware), task_id, count, seed, simt)
 
 
 @task(name="measure-candidates", tags=["tvm", "measure"], task_run_name="measure on {hardware}")

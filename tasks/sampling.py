@@ -20,6 +20,20 @@ FEATURE_EXTRACTOR = "per_store_feature_v1"  # MetaSchedule PerStoreFeature, 164-
 FEATURE_DIM = 164
 _MAX_SEED = 2**31 - 1  # tvm.s_tir.Schedule seeds must lie in [1, 2^31 - 1]
 _GIVE_UP_AFTER = 64  # consecutive attempts with nothing new: the space is exhausted
+# On sm_80 and later MetaSchedule spans a float16 matmul's or convolution's space with its
+# cuda-tensorcore rules, whose tiling tensorizes every eligible block with wmma: no sample of
+# such a task runs on the SIMT cores. The plain "cuda" rule set spans the SIMT space of the
+# same task, so the two can be measured side by side (`collect --simt`).
+SIMT_RULES = "cuda"
+# ...whose postprocessors reject most samples of a float16 convolution: 333 of 341 and 357 of
+# 365 attempts to find 8 on two convolutions of tests/tasks/test_graphs.py's network (~10 ms
+# each), so 64 invalid in a row is no sign that the space is exhausted there.
+SIMT_GIVE_UP_AFTER = 1024
+
+
+def uses_tensor_cores(trace_json: str) -> bool:
+    """Whether a CUDA candidate's trace tensorizes with tensor-core (wmma) intrinsics."""
+    return "wmma" in trace_json
 
 
 @dataclass(frozen=True)
@@ -37,16 +51,19 @@ def attempt_seed(seed: int, attempt: int) -> int:
 
 def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
                       known_hashes: Iterable[str] = (),
-                      give_up_after: int = _GIVE_UP_AFTER) -> tuple[list[Candidate], int]:
+                      give_up_after: int = _GIVE_UP_AFTER,
+                      rules: str | None = None) -> tuple[list[Candidate], int]:
     """Up to `count` new distinct valid candidates; returns them and the invalid-sample count.
 
     `known_hashes` are schedule hashes already stored: they count towards `count` (so a re-run
     that finds them stored samples nothing new) but are not returned again. Sampling stops
     after `give_up_after` consecutive attempts that are invalid or repeat a hash this call
-    already derived.
+    already derived. `rules`: a MetaSchedule rule set to span the space with instead of the
+    target's own (SIMT_RULES: a tensor-core GPU's space without its tensor cores).
     """
 
-    context, spaces, fresh = design_spaces(mod_json, target, attempt_seed(seed, 0))  # loads TVM
+    context, spaces, fresh = design_spaces(mod_json, target, attempt_seed(seed, 0),
+                                           rules)  # loads TVM
     from tvm.s_tir.meta_schedule.utils import shash2hex
 
     postprocs = context.space_generator.postprocs
@@ -90,18 +107,23 @@ def as_candidates(context: Any, found: Sequence[tuple[str, Any, int, int]]) -> l
             for (h, sch, space_index, sch_seed), feats in zip(found, features)]
 
 
-def design_spaces(mod_json: str, target: dict, rand_state: int) -> tuple[Any, list[Any], Any]:
+def design_spaces(mod_json: str, target: dict, rand_state: int,
+                  rules: str | None = None) -> tuple[Any, list[Any], Any]:
     """A task's TuneContext (its postprocessors: `context.space_generator.postprocs`), its
     design spaces as traces without postprocessors, and a fresh schedule of its module to copy
     per attempt: copying one and seeding it gives the same draws as constructing a schedule
-    with that seed, 13x faster (0.12 vs 1.6 ms: 10% of sampling, docs/tuning-results.md)."""
+    with that seed, 13x faster (0.12 vs 1.6 ms: 10% of sampling, docs/tuning-results.md).
+    `rules`: a MetaSchedule rule set name (schedule rules, postprocessors and mutators) in
+    place of the one the target implies."""
     tvm = load_tvm(target)
     from tvm import s_tir
     from tvm.s_tir import meta_schedule as ms
     from tvm.target import Target
 
     mod = tvm.ir.load_json(mod_json)
-    context = ms.TuneContext(mod, target=Target(target), space_generator="post-order-apply",
+    generator = "post-order-apply" if rules is None else \
+        ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=rules, mutator_probs=rules)
+    context = ms.TuneContext(mod, target=Target(target), space_generator=generator,
                              task_name="sample", rand_state=rand_state, num_threads=1)
     spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
     return context, spaces, s_tir.Schedule(mod)

@@ -5,6 +5,11 @@
 #
 #   PARTS=/tmp/parts bench/offline/gpu_and_host.sh OUT [MINUTES=6] [GPU_NETWORKS] [CPU_NETWORKS]
 #
+# GPU_SIMT=1: the GPU collect samples each tensor-core task's SIMT space too (collect --simt).
+# GPU_STORE=FILE[.xz]: start the GPU collect from a copy of a store bench/offline/presample.py
+# filled with the same networks, GPU_CANDIDATES (default 8), seed 0, graph fp16 and GPU_SIMT:
+# it then only measures.
+#
 # The GPU's profile is named after the card nvidia-smi reports (gpu-h100 / gpu-h200, declared
 # in hardware.toml beside this script). A collection stopped at its deadline (SIGINT) keeps
 # every candidate it measured; the shards say run_status "running"/"failed" then.
@@ -24,10 +29,15 @@ echo "GPU: $card -> $gpu; host: $(grep -m1 'model name' /proc/cpuinfo); $(nproc)
 lscpu > "$out/lscpu.txt"; nvidia-smi > "$out/nvidia-smi.txt"
 cores=$(nproc); half=$((cores / 2))
 limit=$((minutes * 60))
-GRAPH=fp16 timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh "$gpu" "$gpu_networks" \
-    8 /tmp/collect/gpu.duckdb "$half-$((cores - 1))" > /tmp/collect/gpu.log 2>&1 &
+case "${GPU_STORE:-}" in  # xz: a presampled store shrinks ~100x (its traces repeat)
+    "") ;;
+    *.xz) xz -dc "$GPU_STORE" > /tmp/collect/gpu.duckdb ;;
+    *) cp "$GPU_STORE" /tmp/collect/gpu.duckdb ;;
+esac
+GRAPH=fp16 SIMT=${GPU_SIMT:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
+    "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" > /tmp/collect/gpu.log 2>&1 &
 gpu_pid=$!
-GRAPH=${CPU_GRAPH:-blocked} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
+GRAPH=${CPU_GRAPH:-blocked} SIMT= timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
     "$cpu_networks" 16 /tmp/collect/cpu.duckdb "0-$((half - 1))" > /tmp/collect/cpu.log 2>&1
 wait $gpu_pid
 export PYTHONPATH=/tmp/tenforge-site:$PWD TENFORGE_HARDWARE=$PWD/bench/offline/hardware.toml

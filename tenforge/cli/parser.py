@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", choices=CHOICES, default="exported",
                    help="how the networks are prepared (as `retune --graph`): their tasks are "
                         "stored as networks NAME+GRAPH, data for models that tune such graphs")
+    p.add_argument("--simt", action="store_true",
+                   help="a GPU profile: also sample as many candidates of each task's SIMT "
+                        "space (no tensor cores), to measure what tensor cores gain")
     p.add_argument("--measure-batch", type=_positive, default=16,
                    help="candidates built together before being run")
     p.add_argument("--outbox", default=None,

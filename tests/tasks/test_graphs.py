@@ -353,15 +353,20 @@ def test_nchw16c_blocks_sixteen_channels_and_computes_what_pytorch_computes(tmp_
 
 def test_fp16_gives_tensor_core_candidates_on_an_sm90_gpu(workload):
     """Sampling needs no GPU: the design space of an H100 tensorizes the mixed-precision
-    convolutions and matmul with wmma (MetaSchedule's cuda-tensorcore rules, sm_80+)."""
-    from tasks.sampling import sample_candidates
+    convolutions and matmul with wmma (MetaSchedule's cuda-tensorcore rules, sm_80+); the
+    plain cuda rules span the same task's SIMT space."""
+    from tasks.sampling import SIMT_RULES, sample_candidates, uses_tensor_cores
 
     gpu = SM90
     tasks = split_into_tasks(import_with_weights(workload, 1, None, "fp16")[0], gpu)
     conv = next(t for t in tasks if t.task_name.startswith("fused_conv2d1"))
     assert "float16" in conv.mod_json
     found, _ = sample_candidates(conv.mod_json, gpu, 4, seed=0)
-    assert found and all("wmma" in c.trace_json for c in found)
+    assert found and all(uses_tensor_cores(c.trace_json) for c in found)
+    # the same task's SIMT space (`collect --simt`): no tensor-core instruction in any sample
+    simt, _ = sample_candidates(conv.mod_json, gpu, 4, seed=0, rules=SIMT_RULES)
+    assert len(simt) == 4 and not any(uses_tensor_cores(c.trace_json) for c in simt)
+    assert not {c.schedule_hash for c in simt} & {c.schedule_hash for c in found}
     exported = split_into_tasks(import_with_weights(workload, 1, None, "exported")[0], gpu)
     conv32 = next(t for t in exported if t.task_name.startswith("fused_conv2d1"))
     assert not any("wmma" in c.trace_json for c in sample_candidates(conv32.mod_json, gpu, 4,
@@ -471,3 +476,47 @@ def test_a_prepared_graph_folds_batch_norms_into_the_convolutions_before_them(tm
             assert len(divides) >= 4, names
         else:  # bn_again alone, fused into the projection's task
             assert len(divides) == 1, (graph, names)
+
+
+def test_collect_simt_samples_each_tensorizable_task_without_tensor_cores_too(workload, db):
+    """`collect --simt`: a tensor-core task gets as many SIMT candidates as wmma ones, a task
+    no tensor core runs gets none more (its samples are SIMT already), and a re-run samples
+    nothing new. Sampling needs no GPU."""
+    from core.hardware import HardwareProfile
+    from storage.store import Store
+    from tasks.collect import register_network, sample_task
+    from tasks.sampling import uses_tensor_cores
+
+    profile = HardwareProfile(name="gpu-sm90-test", target=SM90)
+    ids = register_network(db, profile, workload, 1, None, "fp16")
+    for task_id in ids:
+        sample_task(db, profile, task_id, 2, seed=0)
+        sample_task(db, profile, task_id, 2, seed=0, simt=True)
+    assert [sample_task(db, profile, i, 2, seed=0, simt=True)["new"] for i in ids] == [0] * len(ids)
+    with Store(db, read_only=True) as store:
+        hardware_id = store.hardware_id(profile.name)
+        kinds = {i: [uses_tensor_cores(t) for _, t in store.candidate_traces(i, hardware_id)]
+                 for i in ids}
+    tensorized = [i for i in ids if any(kinds[i])]
+    assert tensorized and len(tensorized) < len(ids), kinds  # the convolutions and the matmul
+    for task_id, uses in kinds.items():
+        assert uses.count(False) == 2 or task_id not in tensorized, kinds
+        assert uses.count(True) == (2 if task_id in tensorized else 0), kinds
+
+
+def test_collect_refuses_simt_on_a_cpu(db):
+    from core.errors import TenforgeError
+    from tasks.collect import validate_collect
+
+    with pytest.raises(TenforgeError, match="--simt .* leave --simt out"):
+        validate_collect(db, "local-1t", ["matmul"], 2, simt=True)
+
+
+def test_a_simt_collect_shard_names_the_option_in_its_command():
+    from storage.seed import _command_of
+
+    params = {"hardware": "gpu-h200", "networks": ["vit"], "candidates_per_task": 16,
+              "seed": 0, "batch_size": 1, "graph": "fp16"}
+    assert not _command_of("collect", params, "s.duckdb").count("--simt")
+    assert _command_of("collect", {**params, "simt": True}, "s.duckdb").endswith(
+        "--graph fp16 --simt --db s.duckdb")
