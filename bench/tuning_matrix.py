@@ -46,6 +46,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            (tasks.model_evolution): on five heavy NCHW16c convolutions the evolved top 4 ran
            faster than the sampled top 4 on most tasks (bench/warm_start_pools.py)
   warm-focus-pop4-w64-evo  the same from 64 samples a task: about w128's candidate count
+  warm-focus-pop4-wshare  w64's candidate count spread by FLOPs x occurrences (16 to 256 a
+           task; tasks.instant.samples_by_importance): w128's warm start took ~100 s of the
+           150-320 s its cells needed to XGB's final on the Zen 4, and its picks fell 2-2.6x
+           short of the final bests on the heaviest convolutions, not on the light tasks
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -129,6 +133,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-evo-nchw16c",
             "warm-focus-pop4-w64-evo", "warm-focus-pop4-w64-evo-nchw8c",
             "warm-focus-pop4-w64-evo-nchw16c",
+            "warm-focus-pop4-wshare", "warm-focus-pop4-wshare-nchw8c",
+            "warm-focus-pop4-wshare-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -252,12 +258,18 @@ def uses_ms_xgb(variant: str) -> bool:
 FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 
 
+SHARE_MEAN_SAMPLES = 64  # the -wshare variants' mean a task
+
+
 def warm_samples_of(variant: str) -> int:
-    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, else the
-    256 the warm cells were run with (retune's default, WARM_SAMPLES)."""
+    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, on average
+    SHARE_MEAN_SAMPLES for -wshare, else the 256 the warm cells were run with (retune's
+    default, WARM_SAMPLES)."""
     for samples in (128, 64):
         if variant.startswith(f"warm-focus-pop4-w{samples}"):
             return samples
+    if variant.startswith("warm-focus-pop4-wshare"):
+        return SHARE_MEAN_SAMPLES
     return FULL_WARM_SAMPLES
 
 
@@ -282,6 +294,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
         "round_scale": 2.0 if "-b2x" in variant else 0.5 if "-bhalf" in variant else 1.0,
         "warm_evolve": GENERATIONS if "-evo" in variant else 0,
+        "warm_share": "-wshare" in variant,
     }
 
 
@@ -352,6 +365,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "warm_samples": settings["warm_samples"] if settings["warm_start"] else None,
         "transfer_sources": result.transfer_sources,
         "warm_evolve": result.warm_evolve,
+        "warm_share": result.warm_share,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "graph": graph,

@@ -99,16 +99,37 @@ def allocate_by_share(latency: list[float], budget: int, caps: list[int]) -> lis
     return given
 
 
+SHARE_FLOOR = 16  # samples_by_importance: what the lightest task still ranks
+SHARE_CAP = 4  # ... and the heaviest at most, times the mean
+
+
+def samples_by_importance(importance: list[float], mean: int, floor: int = SHARE_FLOOR,
+                          cap: int | None = None) -> list[int]:
+    """Candidates each task samples and ranks when `mean` a task are spread by `importance`
+    (FLOPs x occurrences): every task at least `floor` (at most `mean`), the rest of
+    `mean` x tasks in proportion, none beyond `cap` (default SHARE_CAP x mean). On
+    mobilenet_v2 NCHW16c at a mean of 64: the seven heaviest convolutions, where a warm start's
+    picks fell 2-2.6x short of the search's final bests (docs/tuning-results.md), rank 133-214,
+    layout transforms 16."""
+    floor = min(floor, mean)
+    cap = max(cap or SHARE_CAP * mean, floor)
+    extra = allocate_by_share(importance, mean * len(importance) - floor * len(importance),
+                              [cap - floor] * len(importance))
+    return [floor + e for e in extra]
+
+
 def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  profile: HardwareProfile, database: Any, model_path: str, log: Any,
-                 measurer: Any, samples: int, measure_top: int, seed: int,
+                 measurer: Any, samples: int | Sequence[int], measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
                  context_of: list[int] | None = None, budget: int | None = None,
                  library: Sequence[SourceSchedule] = (), evolve_generations: int = 0) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
-    may give a task several contexts). With a `budget` of trials beyond the first pass's
+    may give a task several contexts). `samples`: candidates each task ranks, one number for
+    all or one per chosen task (samples_by_importance). With a `budget` of trials beyond the
+    first pass's
     `measure_top` per task, the second pass spends the rest by latency share. A `library`
     of other tasks' measured schedules (tasks.schedule_transfer) adds up to TRANSFERRED
     candidates made from them to each task's first ranking, beside the sampled ones.
@@ -125,11 +146,12 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         state = _TaskState(i if context_of is None else context_of[i], task,
                            tvm.ir.save_json(task.dispatched[0]), flops[i])
         started = time.monotonic()
-        ranked = tuner.rank(state, samples, seed)
+        wanted = samples if isinstance(samples, int) else samples[i]
+        ranked = tuner.rank(state, wanted, seed)
         if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
-        state.space_exhausted = len(ranked) - _transferred(ranked) - _evolved(ranked) < samples
+        state.space_exhausted = len(ranked) - _transferred(ranked) - _evolved(ranked) < wanted
         measured = tuner.measure(state, ranked[:measure_top])
         state.remainder = ranked[measure_top:]
         states.append(state)
@@ -142,7 +164,8 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                f"{measured} in {time.monotonic() - started:.1f} s")
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
-        _second_pass(tuner, states, extra, samples, seed)
+        _second_pass(tuner, states, extra, samples if isinstance(samples, int) else
+                     round(sum(samples) / len(samples)), seed)
 
 
 def fill_unmeasured(extracted: list[Any], chosen: list[int], flops: list[float],

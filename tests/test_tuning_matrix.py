@@ -249,6 +249,8 @@ def test_each_variant_sets_only_its_own_search_setting():
     cheap = search_settings("warm-focus-pop4-w128-nchw16c", args)
     assert cheap["warm_samples"] == 128 and cheap["genetic_iters"] == 4
     assert search_settings("warm-focus-pop4-w64-nchw16c", args)["warm_samples"] == 64
+    spread = search_settings("warm-focus-pop4-wshare-nchw16c", args)
+    assert spread["warm_samples"] == 64 and spread["warm_share"] and not cheap["warm_share"]
     wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
     assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
     assert search_settings("warm-focus-pop4-w128-bhalf-nchw16c", args)["round_scale"] == 0.5

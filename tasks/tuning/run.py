@@ -13,7 +13,7 @@ from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
 from tasks.constraints import rules_for
-from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
+from tasks.instant import fill_unmeasured, instant_tune, measure_top_for, samples_by_importance
 from tasks.schedule_transfer import SourceSchedule
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
@@ -58,6 +58,7 @@ class TuningResult:
     warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
     transfer_sources: int = 0  # schedules of other tasks its candidates could be made from
     warm_evolve: int = 0  # generations of model-only evolution on each task's first ranking
+    warm_share: bool = False  # its warm samples went by FLOPs x occurrences, warm_samples the mean
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
     search_cpu_s: float | None = None
@@ -131,7 +132,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  genetic_iters: int = GENETIC_ITERS,
                  warm_samples: int = WARM_SAMPLES,
                  transfer_library: Sequence[SourceSchedule] = (),
-                 round_scale: float = 1.0, warm_evolve: int = 0) -> TuningResult:
+                 round_scale: float = 1.0, warm_evolve: int = 0,
+                 warm_share: bool = False) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -168,7 +170,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     evolved population are much worse picks than its top 13 (docs/tuning-results.md).
     `warm_evolve` > 0: the warm start (or instant tuning) also ranks the children of each
     task's best samples, bred that many generations by the model alone before anything of the
-    task is measured (tasks.model_evolution).
+    task is measured (tasks.model_evolution). `warm_share`: the warm start's `warm_samples` a
+    task are a mean, spread by FLOPs x occurrences (tasks.instant.samples_by_importance), so
+    the heaviest tasks rank up to 4x as many and the lightest 16.
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -242,11 +246,15 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         with stop_on_signals(log):
             with survive_search_errors(log):
                 if warm_start:
-                    report(f"warm start: per task, rank {warm_samples} sampled candidates with "
-                           f"the model and measure the top {warm_start}, then search")
+                    per_task = samples_by_importance([shares[i].importance for i in chosen],
+                                                     warm_samples) if warm_share else warm_samples
+                    report(f"warm start: per task, rank {warm_samples} sampled candidates"
+                           + (f" on average ({min(per_task)}-{max(per_task)}, by FLOPs x "
+                              "occurrences)" if warm_share else "")
+                           + f" with the model and measure the top {warm_start}, then search")
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                                 database, cost_model, log, measurer, samples=warm_samples,
+                                 database, cost_model, log, measurer, samples=per_task,
                                  measure_top=warm_start, seed=seed, report=report,
                                  context_of=first_context, library=transfer_library,
                                  evolve_generations=warm_evolve)
@@ -318,6 +326,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_samples=warm_samples if warm_start else None,
         transfer_sources=len(transfer_library) if (warm_start or instant) else 0,
         warm_evolve=warm_evolve if (warm_start or instant) else 0,
+        warm_share=bool(warm_start and warm_share),
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "

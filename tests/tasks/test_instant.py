@@ -1,7 +1,7 @@
 """Instant tuning: the second pass (the trials left after the first, by latency share), and
 the picks for tasks a search left unmeasured."""
 
-from tasks.instant import allocate_by_share, measure_top_for
+from tasks.instant import allocate_by_share, measure_top_for, samples_by_importance
 
 
 def test_the_budget_follows_each_tasks_share_of_the_latency():
@@ -247,3 +247,12 @@ def test_evolution_adds_the_models_children_to_a_tasks_first_ranking_only(monkey
     assert bred == [(["s2", "s1", "s0"], 2, {"s0", "s1", "s2"})]
     tuner.rank(state, 3, seed=1)  # a second draw (the second pass) samples only
     assert len(bred) == 1 and state.sampled == {"s0", "s1", "s2", "e0"}
+
+
+def test_samples_by_importance_keeps_the_mean_a_floor_and_a_cap():
+    got = samples_by_importance([100.0, 10.0, 0.0, 0.0], mean=64)
+    assert sum(got) == 4 * 64 and min(got) == 16 and got[2] == got[3] == 16
+    assert got[0] > got[1] > 16 and max(got) <= 256
+    capped = samples_by_importance([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], mean=64)
+    assert capped[0] == 256 and capped[1:] == [16] * 7  # what the cap leaves is not spent
+    assert samples_by_importance([5.0, 1.0], mean=8) == [8, 8]  # the floor stops at the mean
