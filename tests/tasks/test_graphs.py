@@ -351,6 +351,7 @@ def test_nchw16c_blocks_sixteen_channels_and_computes_what_pytorch_computes(tmp_
                                atol=1e-5)
 
 
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
 def test_fp16_gives_tensor_core_candidates_on_an_sm90_gpu(workload):
     """Sampling needs no GPU: the design space of an H100 tensorizes the mixed-precision
     convolutions and matmul with wmma (MetaSchedule's cuda-tensorcore rules, sm_80+); the
@@ -478,6 +479,7 @@ def test_a_prepared_graph_folds_batch_norms_into_the_convolutions_before_them(tm
             assert len(divides) == 1, (graph, names)
 
 
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
 def test_collect_simt_samples_each_tensorizable_task_without_tensor_cores_too(workload, db):
     """`collect --simt`: a tensor-core task gets as many SIMT candidates as wmma ones, a task
     no tensor core runs is not sampled again (its samples are SIMT already; sampling it again
