@@ -35,7 +35,8 @@ case "${GPU_STORE:-}" in  # xz: a presampled store shrinks ~100x (its traces rep
     *) cp "$GPU_STORE" /tmp/collect/gpu.duckdb ;;
 esac
 GRAPH=fp16 SIMT=${GPU_SIMT:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
-    "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" > /tmp/collect/gpu.log 2>&1 &
+    "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" \
+    > /tmp/collect/gpu.log 2>&1 &
 gpu_pid=$!
 GRAPH=${CPU_GRAPH:-blocked} SIMT= timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
     "$cpu_networks" 16 /tmp/collect/cpu.duckdb "0-$((half - 1))" > /tmp/collect/cpu.log 2>&1
