@@ -9,8 +9,10 @@ from typing import Any
 
 def one_line(text: str, limit: int = 500) -> str:
     # TVM errors end with the useful line; Python tracebacks too. An error that prints IR ends
-    # with IR comments ("# Metadata omitted..."): those are skipped.
-    lines = [ln.strip() for ln in str(text).strip().splitlines()
+    # with IR comments ("# Metadata omitted..."): those are skipped. NUL characters go first:
+    # 89 CUDA build errors on the H200 (sessions 33-37) were stored as "\x00": their text's
+    # last line was a lone NUL, which str.strip() keeps.
+    lines = [ln.strip() for ln in str(text).replace("\x00", "").strip().splitlines()
              if ln.strip() and not ln.strip().startswith("# ")]
     return (lines[-1] if lines else "unknown error")[:limit]
 

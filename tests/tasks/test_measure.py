@@ -216,3 +216,11 @@ def test_a_slow_network_is_timed_as_often_as_fits_in_the_end_to_end_budget():
     assert e2e_plan(30.0, repeat=20, warmup_runs=3, budget_s=120) == (0, 4)  # untuned BERT
     assert e2e_plan(500.0, repeat=20, warmup_runs=3, budget_s=120) == (0, 1)
     assert e2e_plan(0.01, repeat=5, warmup_runs=0) == (0, 5)
+
+
+def test_an_error_text_ending_in_a_nul_line_keeps_its_message():
+    from tasks.measure.protocol import one_line
+
+    text = "Traceback ...\nRuntimeError: Compilation error:\nptxas error: too many resources\n\x00"
+    assert one_line(text) == "ptxas error: too many resources"
+    assert one_line("\x00\n\x00") == "unknown error"
