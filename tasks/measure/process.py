@@ -75,15 +75,19 @@ class Worker:
         wait_while_paused()
         if self.process is None or self.process.poll() is not None:
             self._start()
+        # Local references: Ctrl-C or a deadline stops every worker from the main thread while
+        # builder threads wait in here (a lent machine's collect printed their AttributeErrors
+        # on 'NoneType'); this call then fails as a crash like any other.
+        conn, process = self.conn, self.process
         try:
-            self.conn.send(request)
-            if not self.conn.poll(timeout_s):
+            conn.send(request)
+            if not conn.poll(timeout_s):
                 self.stop()
                 raise WorkerFailure("timeout", f"no result within {timeout_s:.0f} s; worker killed")
-            status, payload = self.conn.recv()
+            status, payload = conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             try:
-                code = self.process.wait(5)
+                code = process.wait(5)
             except subprocess.TimeoutExpired:
                 code = None
             self.stop()

@@ -224,3 +224,41 @@ def test_an_error_text_ending_in_a_nul_line_keeps_its_message():
     text = "Traceback ...\nRuntimeError: Compilation error:\nptxas error: too many resources\n\x00"
     assert one_line(text) == "ptxas error: too many resources"
     assert one_line("\x00\n\x00") == "unknown error"
+
+
+def test_a_worker_stopped_by_another_thread_mid_call_fails_as_a_crash():
+    """Ctrl-C (or a collect's deadline) stops every worker from the main thread while builder
+    threads wait for their results: the call must end in WorkerFailure, not AttributeError."""
+    from tasks.measure.process import Worker, WorkerFailure
+
+    class Process:
+        killed = False
+
+        def poll(self):
+            return -9 if self.killed else None
+
+        def kill(self):
+            self.killed = True
+
+        def wait(self, timeout=None):
+            return -9
+
+    class Conn:
+        def send(self, request):
+            pass
+
+        def poll(self, timeout):
+            return True
+
+        def recv(self):
+            worker.stop()  # what the interrupted main thread does meanwhile
+            raise OSError(9, "Bad file descriptor")
+
+        def close(self):
+            pass
+
+    worker = Worker({"kind": "llvm"}, {})
+    worker.process, worker.conn = Process(), Conn()
+    with pytest.raises(WorkerFailure) as failure:
+        worker.call({"op": "build"}, 5.0)
+    assert failure.value.kind == "crash" and "SIGKILL" in str(failure.value)
