@@ -402,6 +402,7 @@ def test_collect_prepares_the_resolved_graph_and_its_shard_says_how(db, tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
 @pytest.mark.skipif(shutil.which("nvcc") is None,
                     reason="building CUDA kernels needs nvcc (running them needs no GPU here)")
 def test_fp16_tensor_core_candidates_build_for_sm90(workload):
