@@ -144,11 +144,8 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     if len(known) >= count:
         return {"new": 0, "invalid": 0}
     wait_while_paused()  # a benchmark asked for a quiet machine (core/pause.py)
-    if simt:
-        candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known,
-                                                SIMT_GIVE_UP_AFTER, rules=SIMT_RULES)
-    else:
-        candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known)
+    space = {"give_up_after": SIMT_GIVE_UP_AFTER, "rules": SIMT_RULES} if simt else {}
+    candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known, **space)
     with Store(db) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
     return {"new": new, "invalid": invalid}

@@ -27,11 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 def main(argv: list[str] | None = None) -> int:
     from core.errors import TenforgeError
-    from core.graphs import CHOICES
+    from core.graphs import CHOICES, resolve_graph
     from storage.store import Store
     from tasks.collect import register_network, sample_task
     from tasks.hardware import resolve_profile
     from tasks.sampling import uses_tensor_cores
+    from tasks.validation import check_positive_ints
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hardware", required=True, help="the profile the lent machine measures")
@@ -47,15 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.simt and profile.target_kind != "cuda":
             raise TenforgeError(f"--simt needs a CUDA profile; {profile.name!r} is "
                                 f"{profile.target_kind}")
-        if args.candidates < 1:
-            raise TenforgeError(f"--candidates must be at least 1, not {args.candidates}")
+        check_positive_ints(candidates=args.candidates)
+        # as collect does ("blocked" is asked for, never imported: the profile's own block)
+        graph = resolve_graph(args.graph, profile.target_kind,
+                              profile.features.get("vector_unit_bytes", 0))
     except TenforgeError as exc:
         print(f"presample: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
     task_ids: list[int] = []
     for network in args.networks.split(","):
-        task_ids += register_network(args.db, profile, network, 1, None, args.graph)
+        task_ids += register_network(args.db, profile, network, 1, None, graph)
     task_ids = list(dict.fromkeys(task_ids))
     for n, task_id in enumerate(task_ids, 1):
         got = sample_task(args.db, profile, task_id, args.candidates, args.seed)

@@ -370,8 +370,8 @@ def test_fp16_gives_tensor_core_candidates_on_an_sm90_gpu(workload):
     assert not {c.schedule_hash for c in simt} & {c.schedule_hash for c in found}
     exported = split_into_tasks(import_with_weights(workload, 1, None, "exported")[0], gpu)
     conv32 = next(t for t in exported if t.task_name.startswith("fused_conv2d1"))
-    assert not any("wmma" in c.trace_json for c in sample_candidates(conv32.mod_json, gpu, 4,
-                                                                      seed=0)[0])
+    assert not any(uses_tensor_cores(c.trace_json) for c in sample_candidates(conv32.mod_json,
+                                                                               gpu, 4, seed=0)[0])
 
 
 @pytest.mark.slow
@@ -410,7 +410,7 @@ def test_fp16_tensor_core_candidates_build_for_sm90(workload):
     to float16 (tasks/workloads.py); with float16 sums every one builds. Built, not run: this
     machine has no GPU."""
     from core.tvm_env import load_tvm
-    from tasks.sampling import apply_trace, sample_candidates
+    from tasks.sampling import apply_trace, sample_candidates, uses_tensor_cores
 
     gpu = SM90
     tvm = load_tvm(gpu)
@@ -419,7 +419,7 @@ def test_fp16_tensor_core_candidates_build_for_sm90(workload):
     built = 0
     for task in heavy:
         for candidate in sample_candidates(task.mod_json, gpu, 2, seed=0)[0]:
-            assert "wmma" in candidate.trace_json
+            assert uses_tensor_cores(candidate.trace_json)
             scheduled = apply_trace(task.mod_json, candidate.trace_json, "cuda")
             tvm.compile(getattr(scheduled, "mod", scheduled), target=tvm.target.Target(gpu))
             built += 1
