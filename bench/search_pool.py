@@ -90,12 +90,15 @@ def parse_after(text: str) -> list[int]:
 
 
 def network_weights(data, network: str) -> dict[int, float]:
-    """Group -> times its task occurs in `network` (every size of it), 0 if not in it."""
+    """Group -> times its task occurs in `network`, 0 if not in it. Where the store holds
+    several sizes of the network, the most occurrences of any one size (a search tunes one)."""
+    from models.dataset import network_name
+
     weights = {}
     for g in range(data.n_groups):
         nets = data.workload_networks.get(str(data.group_workload[g]), {})
-        weights[g] = float(sum(n for label, n in nets.items()
-                               if label.split("@")[0] == network))
+        weights[g] = float(max([n for label, n in nets.items() if network_name(label) == network],
+                               default=0))
     return weights
 
 
