@@ -205,6 +205,9 @@ def training_networks(stored: list[str], holdout: list[str]) -> list[str]:
     return [n for n in stored if network_family(n) not in holdout]
 
 
+SHARED_TASKS_OUT = "shared-tasks-out"  # part of a model's key in WORK/models.json
+
+
 def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
                   params: dict[str, Any], seed: int, work: Path) -> dict[str, Any]:
     """The seed's model for `seed`, trained once and remembered in WORK/models.json."""
@@ -216,8 +219,9 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     from models.trace_features import SUMMARY_VERSION
 
-    key = json.dumps([family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION],
-                     sort_keys=True)
+    # SHARED_TASKS_OUT: models since it was added never saw a task a held-out network shares
+    key = json.dumps([family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION,
+                      SHARED_TASKS_OUT], sort_keys=True)
     if key in index and Path(index[key]["path"]).exists():
         return index[key]
     # every one-thread CPU profile with data; this machine's among them once it has some (a
@@ -229,12 +233,16 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     with Store(db, read_only=True) as store:
         stored = sorted({n for (n,) in store.query("SELECT name FROM networks")})
     others = training_networks(stored, holdout)
-    out = pretrain(db, hardware, others, family, params, None, seed, None, log=print)
+    # a task a held-out network shares with a training one stays out too: its rows may come
+    # from tuning the held-out network itself (a written-back matrix cell)
+    out = pretrain(db, hardware, others, family, params, None, seed, None, log=print,
+                   drop_tasks_of=tuple(holdout))
     with Store(db, read_only=True) as store:
         row = store.model_row(out["model_id"])
     entry = {"model_id": out["model_id"], "path": out["path"], "family": family,
              "params": params, "trained_on": hardware, "networks": others,
-             "held_out": sorted(holdout), "rows": int(row.get("train_rows") or 0),
+             "held_out": sorted(holdout), "shared_tasks_held_out": True,
+             "rows": int(row.get("train_rows") or 0),
              "data_fingerprint": row.get("data_fingerprint"), "seed": seed}
     index[key] = entry
     write_atomically(index_path, index)

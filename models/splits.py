@@ -134,9 +134,8 @@ def _by_network(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tup
     a model chosen on random tasks of its training networks is chosen for the wrong job."""
     labels = {n for nets in data.workload_networks.values() for n in nets}
     check_holdout(spec, (), labels | {network_family(n) for n in labels})
-    held = _tasks_of(data, lambda n: n in spec.holdout or network_family(n) in spec.holdout)
+    in_test = rows_of_networks(data, spec.holdout)
     workload = data.group_workload[data.group]
-    in_test = np.isin(workload, list(held))
     valid_families = _valid_networks(data, spec, rng, in_test)
     if not valid_families:  # too few networks left to hold one out for validation
         return _held_out(data, spec, rng, in_test)
@@ -144,6 +143,15 @@ def _by_network(data: Dataset, spec: SplitSpec, rng: np.random.Generator) -> tup
         data, lambda n: network_family(n) in valid_families)))
     return np.flatnonzero(~in_test & ~in_valid), np.flatnonzero(in_valid), \
         np.flatnonzero(in_test)
+
+
+def rows_of_networks(data: Dataset, names: Iterable[str]) -> np.ndarray:
+    """Boolean mask of the rows whose task belongs to any network `names` names (a name is
+    every instance and prepared graph of that network, resnet18@160 one instance), including
+    tasks another network shares: what "held out" means for a network."""
+    names = set(names)
+    held = _tasks_of(data, lambda n: n in names or network_family(n) in names)
+    return np.isin(data.group_workload[data.group], list(held))
 
 
 def _tasks_of(data: Dataset, picks: Callable[[str], bool]) -> set[str]:

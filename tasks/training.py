@@ -180,13 +180,15 @@ def model_config(db: str, model_id: str) -> tuple[str, dict[str, Any]]:
 def pretrain(db: str, hardware: list[str], networks: list[str], family: str | None,
              params: dict[str, Any], from_model: str | None, seed: int,
              flow_run_id: str | None, log: Callable[[str], None] = print,
-             holdout: tuple[str, ...] = (), register_if_better: bool = False
-             ) -> dict[str, Any]:
+             holdout: tuple[str, ...] = (), register_if_better: bool = False,
+             drop_tasks_of: tuple[str, ...] = ()) -> dict[str, Any]:
     """Train on every measurement of the source profiles (15% of tasks held for early stopping
     and the reported validation metrics) and register the model. With `holdout` networks, they
     are kept out (a by_network split, validation on whole networks) and scored; with
     `register_if_better`, the model is registered only if it ranks them better than every
-    model that never saw them (tasks/model_gate.py)."""
+    model that never saw them (tasks/model_gate.py). `drop_tasks_of`: networks none of whose
+    tasks may train the model, not even one a training network shares (a bench that tunes
+    them afterwards, with the split it would have without them)."""
     from models.evaluate import evaluate
     from models.registry import create_model
 
@@ -198,6 +200,10 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks),
                       traces=model.takes_traces)
     data = load_dataset(db, data_s)
+    if drop_tasks_of:
+        from models.splits import rows_of_networks
+
+        data = data.subset(np.flatnonzero(~rows_of_networks(data, drop_tasks_of)))
     split_s = (SplitSpec("by_network", seed=seed, valid_fraction=0.15, holdout=holdout)
                if holdout else
                SplitSpec("by_task", seed=seed, valid_fraction=0.15, test_fraction=0.0))
@@ -216,7 +222,8 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     seen = data.subset(np.concatenate([split.train, split.valid]))  # not the held-out part
     out = register(db, model, seen, data_s, asdict(split_s), len(train), train.fingerprint(),
                    metrics, info["train_s"], seed, flow_run_id,
-                   extra={"pretrained_on": list(hardware), "config_from": from_model})
+                   extra={"pretrained_on": list(hardware), "config_from": from_model,
+                          **({"tasks_dropped_of": list(drop_tasks_of)} if drop_tasks_of else {})})
     log(f"pre-trained {out['model_id']} on {', '.join(hardware)}: {len(train)} candidates, "
         f"{info['train_s']:.1f} s")
     return out

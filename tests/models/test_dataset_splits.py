@@ -134,6 +134,20 @@ def test_held_out_splits_share_no_task(seed_data, kind):
         assert all(set(nets[w]) & valid_nets for w in valid)
 
 
+def test_a_held_out_network_takes_the_tasks_it_shares_with_it():
+    from models.splits import rows_of_networks
+
+    data = synthetic_dataset(n_groups=4, per_group=5)
+    # labels as the store makes them: a size where the store holds several (queries.py)
+    data.workload_networks.update({"w0": {"resnet18@224": 1, "resnet50@224": 2},
+                                   "w1": {"resnet18+nchw16c": 1}, "w2": {"vgg11": 1},
+                                   "w3": {"resnet50@160": 1}})
+    held = data.group[rows_of_networks(data, ["resnet18"])]
+    assert set(held) == {0, 1}  # w0 although resnet50 shares it; every graph of resnet18
+    assert set(data.group[rows_of_networks(data, ["resnet50@160"])]) == {3}  # one size alone
+    assert not rows_of_networks(data, []).any()
+
+
 def test_splits_are_seeded():
     data = synthetic_dataset(n_groups=20)
     a = make_split(data, SplitSpec("by_task", seed=1))

@@ -15,6 +15,7 @@ from core.errors import TenforgeError
 from storage.seed import SEED_DIR
 from tasks.hardware import resolve_profile
 from tasks.shipped import require_shipped_for, shipped_for, shipped_models
+from tests.conftest import SMALL_SEED_PROFILE
 
 x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                               reason="the shipped model is for x86_64 CPUs; this is "
@@ -162,6 +163,33 @@ def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
         validate_pretrain(db, None, "xgb", None, None, None, register_if_better=True)
     with pytest.raises(TenforgeError, match="holdout network vgg19 has no measurements"):
         validate_pretrain(db, None, "xgb", None, None, None, ["vgg19"], True)
+
+
+def test_a_model_trained_for_tuning_a_network_never_saw_a_task_it_shares(seed_store, tmp_path):
+    """bench/tuning_matrix.py's models: a held-out network's task that a training network
+    shares stays out as well (its rows may come from tuning the held-out network itself)."""
+    from models.dataset import DataSpec, load_dataset
+    from models.splits import rows_of_networks
+    from storage.store import Store
+    from tasks.training import pretrain
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    hardware, others = [SMALL_SEED_PROFILE], ["resnet50", "inception"]
+    data = load_dataset(db, DataSpec(hardware=tuple(hardware), networks=tuple(others)))
+    shared = rows_of_networks(data, ["resnet18"])
+    assert shared.any() and not shared.all()  # resnet50 shares some of resnet18's tasks
+    runs = {}
+    for drop in ((), ("resnet18",)):
+        out = pretrain(db, hardware, others, "xgb", {"n_estimators": 1, "max_depth": 1}, None,
+                       0, None, log=lambda _: None, drop_tasks_of=drop)
+        with Store(db, read_only=True) as store:
+            row = store.model_row(out["model_id"])
+        lineage = json.loads((Path(out["path"]) / "model.json").read_text())["lineage"]
+        runs[drop] = (row["train_rows"], lineage.get("tasks_dropped_of"))
+    (all_rows, no_drop), (kept_rows, dropped) = runs[()], runs[("resnet18",)]
+    assert no_drop is None and dropped == ["resnet18"]
+    assert kept_rows < all_rows  # (the validation tasks differ with the rows: no exact count)
 
 
 def test_the_newest_shipped_model_is_told_by_its_stamp_not_its_family(tmp_path):
