@@ -187,8 +187,8 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     are kept out (a by_network split, validation on whole networks) and scored; with
     `register_if_better`, the model is registered only if it ranks them better than every
     model that never saw them (tasks/model_gate.py). `drop_tasks_of`: networks none of whose
-    tasks may train the model, not even one a training network shares (a bench that tunes
-    them afterwards, with the split it would have without them)."""
+    tasks may train the model, not even one a training network shares (for a model that
+    will then tune those networks as unseen ones: bench/tuning_matrix.py)."""
     from models.evaluate import evaluate
     from models.registry import create_model
 
