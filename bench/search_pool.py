@@ -44,34 +44,25 @@ from core.errors import TenforgeError  # noqa: E402
 RANKERS = ("pretrained", "fine-tuned", "ms-xgb")
 
 
-def pool_scores(data, scores: np.ndarray, weights: dict[int, float]) -> dict[str, float]:
-    """Network top-1 and top-5 (TenSet's score over the tasks in `data` with a weight) and the
-    mean per-task pairwise accuracy of `scores` (higher = predicted faster)."""
-    from models.metrics import network_topk_score, pairwise_accuracy, per_task
+def pool_scores(data, scores: np.ndarray, network: str) -> dict[str, float]:
+    """`scores` (higher = predicted faster) scored as `tenforge models evaluate` scores a
+    model (models/evaluate.py): `network`'s network-level top-1 and top-5, and the per-task
+    pairwise accuracy."""
+    from models.evaluate import RANKING_METRICS, network_topk
 
-    present = {g: w for g, w in weights.items() if w > 0 and np.any(data.group == g)}
-    ok = np.isfinite(data.latency)
-    return {"top1": network_topk_score(data.latency, scores, data.group, present, 1),
-            "top5": network_topk_score(data.latency, scores, data.group, present, 5),
-            "pairwise": per_task(pairwise_accuracy, data.label[ok], scores[ok],
-                                 data.group[ok])}
-
-
-def split_chronologically(order: np.ndarray, after: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices of one search in measuring order -> (its first `after`, the rest)."""
-    return order[:after], order[after:]
+    top = network_topk(data, scores, (network,))
+    return {"top1": top["mean_network_top1"], "top5": top["mean_network_top5"],
+            "pairwise": RANKING_METRICS["pairwise"](data.label, scores, data.group)}
 
 
 def replay(data, order: np.ndarray, after: int,
-           rankers: dict[str, Callable[[Any, Any], np.ndarray]],
-           weights: dict[int, float]) -> dict[str, Any]:
-    """Every ranker (train, test) -> scores of test, scored on the rows the search measured
-    after its first `after`."""
-    seen, rest = split_chronologically(order, after)
-    train, test = data.subset(seen), data.subset(rest)
+           rankers: dict[str, Callable[[Any, Any], np.ndarray]], network: str) -> dict[str, Any]:
+    """Every ranker (train, test) -> scores of test, where `order` is one search's rows in
+    measuring order: trained on its first `after`, scored on the rest."""
+    train, test = data.subset(order[:after]), data.subset(order[after:])
     out: dict[str, Any] = {"after": after, "scored": len(test)}
     for name, rank in rankers.items():
-        out[name] = pool_scores(test, np.asarray(rank(train, test), np.float64), weights)
+        out[name] = pool_scores(test, np.asarray(rank(train, test), np.float64), network)
     return out
 
 
@@ -87,19 +78,6 @@ def parse_after(text: str) -> list[int]:
     for n in counts:
         check_positive_ints(after=n)
     return counts
-
-
-def network_weights(data, network: str) -> dict[int, float]:
-    """Group -> times its task occurs in `network`, 0 if not in it. Where the store holds
-    several sizes of the network, the most occurrences of any one size (a search tunes one)."""
-    from models.dataset import network_name
-
-    weights = {}
-    for g in range(data.n_groups):
-        nets = data.workload_networks.get(str(data.group_workload[g]), {})
-        weights[g] = float(max([n for label, n in nets.items() if network_name(label) == network],
-                               default=0))
-    return weights
 
 
 def searches(db: str, data) -> dict[str, np.ndarray]:
@@ -178,7 +156,6 @@ def main(argv: list[str] | None = None) -> int:
     except TenforgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    weights = network_weights(data, args.network)
     rankers = make_rankers(ref.path)
     print(f"{ref.model_id} on the searches of {args.network} on {args.hardware} ({len(data)} "
           f"measured candidates, {len(pools)} searches): network top-1 / top-5 / pairwise of "
@@ -188,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in after:
             if n >= len(order):
                 continue
-            result = {"search": label, **replay(data, order, n, rankers, weights)}
+            result = {"search": label, **replay(data, order, n, rankers, args.network)}
             results.append(result)
             print(f"{label:44s} N={n:4d} ({result['scored']:4d} scored)  " + "  ".join(
                 f"{name} {result[name]['top1']:.3f}/{result[name]['top5']:.3f}/"
