@@ -351,7 +351,7 @@ def test_nchw16c_blocks_sixteen_channels_and_computes_what_pytorch_computes(tmp_
                                atol=1e-5)
 
 
-@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (~2 s)
 def test_fp16_gives_tensor_core_candidates_on_an_sm90_gpu(workload):
     """Sampling needs no GPU: the design space of an H100 tensorizes the mixed-precision
     convolutions and matmul with wmma (MetaSchedule's cuda-tensorcore rules, sm_80+); the
@@ -402,7 +402,7 @@ def test_collect_prepares_the_resolved_graph_and_its_shard_says_how(db, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (~2 s)
 @pytest.mark.skipif(shutil.which("nvcc") is None,
                     reason="building CUDA kernels needs nvcc (running them needs no GPU here)")
 def test_fp16_tensor_core_candidates_build_for_sm90(workload):
@@ -480,7 +480,7 @@ def test_a_prepared_graph_folds_batch_norms_into_the_convolutions_before_them(tm
             assert len(divides) == 1, (graph, names)
 
 
-@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (12 s)
+@pytest.mark.xdist_group("sm90")  # one worker pays the CUDA intrinsics' import (~2 s)
 def test_collect_simt_samples_each_tensorizable_task_without_tensor_cores_too(workload, db):
     """`collect --simt`: a tensor-core task gets as many SIMT candidates as wmma ones, a task
     no tensor core runs is not sampled again (its samples are SIMT already; sampling it again
