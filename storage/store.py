@@ -40,9 +40,17 @@ class Store:
     """A DuckDB file with tenforge's schema. Use as a context manager; one per transaction batch."""
 
     def __init__(self, path: str | Path, read_only: bool = False,
-                 lock_wait_s: float = DEFAULT_LOCK_WAIT_S):
+                 lock_wait_s: float = DEFAULT_LOCK_WAIT_S, checkpoint: bool = True):
+        """`checkpoint=False`: closing leaves this connection's commits in the write-ahead log
+        (FILE.wal, durable: the next open replays it) instead of folding them into FILE. For
+        a step that writes a little and is followed by more writes of the same flow, which
+        checkpoints: on a seed-sized store (~1 GB) a checkpoint after a 2-candidate insert takes
+        ~1.9 s against 0.006 s (DuckDB rewrites the candidates table's indexes and row group),
+        and collect sampled tasks one connection each. A default close checkpoints, so a store
+        at rest is one file (copying FILE alone copies everything)."""
         self.path = Path(path)
         self.read_only = read_only
+        self.checkpoint = checkpoint
         self.con = self._connect(lock_wait_s)
         if not read_only:
             self.migrate()
@@ -114,6 +122,14 @@ class Store:
         return done
 
     def close(self) -> None:
+        if not self.read_only:
+            # The setting belongs to the database instance, which connections of one process to
+            # one file share: the connection that closes last decides.
+            try:
+                self.con.execute("PRAGMA enable_checkpoint_on_shutdown" if self.checkpoint
+                                 else "PRAGMA disable_checkpoint_on_shutdown")
+            except duckdb.Error:
+                pass  # a connection that cannot run it cannot have pending writes either
         self.con.close()
 
     def __enter__(self) -> "Store":

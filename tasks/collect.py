@@ -131,7 +131,9 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     from tasks.sampling import (FEATURE_EXTRACTOR, SIMT_GIVE_UP_AFTER, SIMT_RULES,
                                 sample_candidates, uses_tensor_cores)
 
-    with Store(db) as store:
+    # no checkpoint per task (~2 s each on a seed-sized store, Store's docstring): the
+    # collection's measuring and its run record, which follow, fold the log into the file
+    with Store(db, checkpoint=False) as store:
         hardware_id = store.hardware_id(profile.name)  # registered by register_network
         if simt:
             traces = store.candidate_traces(task_id, hardware_id)
@@ -146,7 +148,7 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     wait_while_paused()  # a benchmark asked for a quiet machine (core/pause.py)
     space = {"give_up_after": SIMT_GIVE_UP_AFTER, "rules": SIMT_RULES} if simt else {}
     candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known, **space)
-    with Store(db) as store, store.transaction():
+    with Store(db, checkpoint=False) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
     return {"new": new, "invalid": invalid}
 

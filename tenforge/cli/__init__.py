@@ -20,6 +20,11 @@ ENV_DEFAULTS = {
     # Prefect: no telemetry, and a patient ephemeral API start on a busy 2-core machine (FACTS.md).
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "60",
+    # Prefect's task-run recorder writes each task-run event as it arrives (batch size 1); its
+    # write then waited out SQLite's 60 s busy timeout ("database is locked") once in each of
+    # three `tenforge pipeline` runs here (4.4-4.6 min), stalling the flow's next API call.
+    # Batched, it writes every 5 s (flush_interval): no stall in two runs (3.2 min).
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
     # OpenMP threads that spin while waiting starve each other when the cores are busy (a
     # collect running beside training): XGBoost's 60-round fit took 8.0 s instead of 1.1 s.
     # Must be set before libgomp loads, hence here.

@@ -111,3 +111,27 @@ def test_ctrl_c_during_a_transaction_waits_for_its_commit(db):
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_store_at_rest_is_one_file_and_an_unfolded_log_is_not_lost(db):
+    """A default close folds the write-ahead log into the file (so copying the file copies the
+    store); `checkpoint=False` leaves its commits in the log, which the next open replays."""
+    from pathlib import Path
+
+    wal = Path(f"{db}.wal")
+    with Store(db) as store:
+        hid, tid, _ = _seed(store)
+    assert not wal.exists()
+    with Store(db, checkpoint=False) as store, store.transaction():
+        store.insert_candidates(tid, hid, [C("h1", features=np.ones((1, 164), np.float32))],
+                                extractor="x")
+    assert wal.exists() and wal.stat().st_size > 0
+    with Store(db, read_only=True) as store:  # a reader sees it, the log still unfolded
+        assert store.candidate_hashes(tid, hid) == ["h1"]
+    assert wal.exists()
+    with Store(db) as store, store.transaction():
+        store.insert_candidates(tid, hid, [C("h2", features=np.ones((1, 164), np.float32))],
+                                extractor="x")
+    assert not wal.exists()
+    with Store(db, read_only=True) as store:
+        assert sorted(store.candidate_hashes(tid, hid)) == ["h1", "h2"]
