@@ -135,3 +135,24 @@ def test_a_store_at_rest_is_one_file_and_an_unfolded_log_is_not_lost(db):
     assert not wal.exists()
     with Store(db, read_only=True) as store:
         assert sorted(store.candidate_hashes(tid, hid)) == ["h1", "h2"]
+
+
+def test_the_store_close_bench_times_both_modes_and_refuses_a_missing_store(db, capsys,
+                                                                           monkeypatch):
+    import sys
+
+    from bench import store_close
+
+    with Store(db) as store:
+        hid, tid, _ = _seed(store)
+        store.insert_candidates(tid, hid, [C(f"h{i}", features=np.ones((1, 164), np.float32))
+                                           for i in range(2)], extractor="x")
+    monkeypatch.setattr(sys, "argv", ["store_close", "--db", db, "--rounds", "2"])
+    store_close.main()
+    out = capsys.readouterr().out
+    assert "checkpoint" in out and "log only" in out and "x; the flow's one close" in out
+    with Store(db, read_only=True) as store:  # it timed a copy: the store itself is untouched
+        assert sorted(store.candidate_hashes(tid, hid)) == ["h0", "h1"]
+    monkeypatch.setattr(sys, "argv", ["store_close", "--db", f"{db}.missing"])
+    with pytest.raises(SystemExit, match="no store at"):
+        store_close.main()
