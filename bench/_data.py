@@ -12,6 +12,21 @@ from pathlib import Path
 
 KEEP_SCRATCH = "TENFORGE_KEEP_SCRATCH"
 
+# The tree families' feature sets the benches compare, by name: per-store rows alone, plus the
+# trace summary, plus its tile block (models/trace_features.py)
+FEATURE_SETS = {"per-store": {},
+                "per-store + trace": {"trace_features": True},
+                "per-store + trace + tiles": {"trace_features": True, "tile_features": True}}
+
+
+def feature_set_name(params: dict) -> str:
+    """The FEATURE_SETS name of a tree model's params (a searched model's, say)."""
+    trace, tiles = bool(params.get("trace_features")), bool(params.get("tile_features"))
+    if tiles and not trace:
+        return "per-store + tiles"
+    return {(False, False): "per-store", (True, False): "per-store + trace",
+            (True, True): "per-store + trace + tiles"}[(trace, tiles)]
+
 
 def scratch_dir(prefix: str) -> Path:
     """A fresh folder under the system's temp dir, removed when the bench exits (set

@@ -1,5 +1,5 @@
 """What each feature set adds on networks a model never saw: the same tree families trained on
-per-store features alone and on per-store features plus the trace summary
+per-store features alone, plus the trace summary, and plus its tile block
 (models/trace_features.py), beside MetaSchedule's XGB, on the same by_network splits.
 
 Data: the seed dataset (loaded into a temporary store), or --db. For each seed, one by_network
@@ -9,7 +9,7 @@ network-level top-1 and top-5 (mean over networks), per-task peak@1 and pairwise
 Prints one row per variant with the median over seeds and the spread (min-max).
 
     .venv/bin/python bench/feature_sets.py [--seeds 0,1,2] [--holdout resnet50,mobilenet_v2,bert]
-        [--db STORE] [--families xgb,lgbm] [--json OUT]
+        [--db STORE] [--hardware H1,H2] [--families xgb,lgbm,bagged] [--json OUT]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, profiles, store_or_seed  # noqa: E402
+from bench._data import FEATURE_SETS, held_out_parts, profiles, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -38,11 +38,13 @@ KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
 
 def variants(families: list[str]) -> list[tuple[str, str, dict]]:
-    """(name, family, params): each family on per-store features, then with the trace."""
+    """(name, family, params): each family on per-store features, with the trace summary, and
+    with its tile block too (`bagged`: a bag of five lgbm, each with the feature set)."""
     out = []
     for family in families:
-        out.append((f"{family} per-store", family, {}))
-        out.append((f"{family} per-store + trace", family, {"trace_features": True}))
+        for name, params in FEATURE_SETS.items():
+            out.append((f"{family} {name}", family,
+                        {"member_params": params} if family == "bagged" else params))
     out.append(("metaschedule_xgb per-store", "metaschedule_xgb", {}))
     return out
 

@@ -11,8 +11,9 @@ networks), one split per --seeds entry. Rows of the table, for each data kind:
   'tuning', tasks/tuning/writeback.py), when the store has any. Both validate and are scored on
   the same random rows of the validation and held-out networks (models.splits.rows_in_tasks_of).
 - family x feature set: per-store features (MetaSchedule's PerStoreFeature), and for the tree
-  families per-store + the trace summary (models/trace_features.py); `bagged` is five lgbm
-  models of different seeds ranking together (models/bagged.py), not searched;
+  families per-store + the trace summary, and + its tile block too (models/trace_features.py);
+  `bagged` is five lgbm models of different seeds ranking together (models/bagged.py), not
+  searched;
 - hparams: the family's defaults, and (--trials > 0) the best of an Optuna study restricted to
   the family (its feature set is searched too), validated on the validation networks.
 
@@ -36,7 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import held_out_parts, profiles, scratch_dir, spread, store_or_seed  # noqa: E402
+from bench._data import (FEATURE_SETS, feature_set_name, held_out_parts, profiles,  # noqa: E402
+                         scratch_dir, spread, store_or_seed)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -76,6 +78,7 @@ def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
         out.append((family, "per-store", "default"))
         if family in TRACE_FAMILIES or family == BAG:
             out.append((family, "per-store + trace", "default"))
+            out.append((family, "per-store + trace + tiles", "default"))
         if trials > 0 and family != BAG:
             out.append((family, "searched", "searched"))
     out.append((BASELINE, "per-store", "default"))
@@ -85,7 +88,7 @@ def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
 def fit(family: str, features: str, hparams: str, train, valid, args, seed: int, work: Path,
         study: str) -> tuple[object, str]:
     """The fitted model of one leaderboard row, and the feature set it ended up with."""
-    params: dict = {"trace_features": True} if features == "per-store + trace" else {}
+    params: dict = dict(FEATURE_SETS[features])
     if family == BAG:
         params = {"member_params": params}
     if hparams == "searched":
@@ -93,7 +96,7 @@ def fit(family: str, features: str, hparams: str, train, valid, args, seed: int,
                           seed=seed, max_epochs=args.max_epochs)
         params = run_search(train, valid, spec, study, work / "studies.journal",
                             log=lambda _: None).best_params
-        features = "per-store + trace" if params.get("trace_features") else "per-store"
+        features = feature_set_name(params)
     model = create_model(family, seed=seed, **params)
     model.fit(train, valid)
     return model, features

@@ -13,6 +13,7 @@ import xgboost as xgb
 from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import Dataset
+from models.trace_features import SUMMARY_DIM, tile_hardware_columns
 
 THREADS = 2  # this machine kind has 2 cores; more threads only add contention
 
@@ -28,18 +29,30 @@ class TreeConfig(ModelConfig):
     reg_lambda: float = 1.0
     early_stopping_rounds: int = 40
     trace_features: bool = False  # append the trace summary (models/trace_features.py)
+    tile_features: bool = False  # and its tile block, with the columns it makes with hardware
 
 
-def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False) -> np.ndarray:
+def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
+                with_tiles: bool = False) -> np.ndarray:
     parts = [data.pack_sum()]
     if with_hardware:
         parts.append(hardware_inputs(data))
+    if (with_trace or with_tiles) and data.trace is None:
+        raise TenforgeError("this model takes trace features and the data has none: "
+                            "load it with DataSpec(traces=True)")
     if with_trace:
-        if data.trace is None:
-            raise TenforgeError("this model takes trace features and the data has none: "
-                                "load it with DataSpec(traces=True)")
-        parts.append(data.trace)
+        parts.append(data.trace[:, :SUMMARY_DIM])
+    if with_tiles:
+        parts.append(data.trace[:, SUMMARY_DIM:])
+        parts.append(tile_hardware_columns(
+            data.trace, data.hardware_features[data.candidate_hardware()]))
     return np.hstack(parts) if len(parts) > 1 else parts[0]
+
+
+def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
+    """tree_inputs as `config` asks for them."""
+    return tree_inputs(data, config.hardware_features, config.trace_features,
+                       config.tile_features)
 
 
 def _group_sorted(data: Dataset) -> np.ndarray:
@@ -72,7 +85,7 @@ class XGBCostModel(_BoostedCostModel):
 
     def _dmatrix(self, data: Dataset, with_label: bool):
         order = _group_sorted(data)
-        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)[order]
+        x = config_inputs(data, self.config)[order]
         dm = xgb.DMatrix(x, label=data.label[order] if with_label else None, nthread=THREADS)
         if with_label and self.config.loss == "rank":
             dm.set_group(np.unique(data.group[order], return_counts=True)[1])
@@ -104,7 +117,7 @@ class XGBCostModel(_BoostedCostModel):
         return {"rounds": int(booster.num_boosted_rounds())}
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)
+        x = config_inputs(data, self.config)
         return self.booster.predict(xgb.DMatrix(x, nthread=THREADS))
 
     def _save_weights(self, path: Path) -> None:
@@ -151,7 +164,7 @@ class LGBMCostModel(_BoostedCostModel):
 
     def _dataset(self, data: Dataset):
         order = _group_sorted(data)
-        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)[order]
+        x = config_inputs(data, self.config)[order]
         y = data.label[order]
         if self.config.loss == "rank":
             y = np.round(y * self.RELEVANCE_LEVELS).astype(np.int32)
@@ -179,7 +192,7 @@ class LGBMCostModel(_BoostedCostModel):
         state = {"best": -1.0, "best_round": first - 1}
         callbacks = []
         if valid is not None:
-            xv = tree_inputs(valid, self.config.hardware_features, self.config.trace_features)
+            xv = config_inputs(valid, self.config)
 
             def peak_callback(env):
                 if (env.iteration + 1) % 10:
@@ -204,7 +217,7 @@ class LGBMCostModel(_BoostedCostModel):
         return {"rounds": self.best_iteration}
 
     def _predict(self, data: Dataset) -> np.ndarray:
-        x = tree_inputs(data, self.config.hardware_features, self.config.trace_features)
+        x = config_inputs(data, self.config)
         return self.booster.predict(x, num_iteration=self.best_iteration, num_threads=THREADS)
 
     def _save_weights(self, path: Path) -> None:

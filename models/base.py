@@ -134,9 +134,11 @@ class CostModel(ABC):
 
     @property
     def takes_traces(self) -> bool:
-        """Whether its inputs include the trace summary (models/trace_features.py): data for it
-        must be loaded with DataSpec(traces=True), or made with traces."""
-        return bool(getattr(self.config, "trace_features", False))
+        """Whether its inputs include the trace summary or its tile block
+        (models/trace_features.py): data for it must be loaded with DataSpec(traces=True), or
+        made with traces."""
+        return bool(getattr(self.config, "trace_features", False)
+                    or getattr(self.config, "tile_features", False))
 
     def predict(self, data: Dataset) -> np.ndarray:
         if not self.trained:

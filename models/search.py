@@ -30,7 +30,7 @@ from models.registry import FAMILIES, create_model
 
 NEURAL = ("mlp", "attention", "bilstm_attention")
 METRICS = OBJECTIVES  # models.evaluate.RANKING_METRICS that a search may maximize
-SPACE_VERSION = 2  # bump when suggest_params changes: old studies then refuse to resume
+SPACE_VERSION = 3  # bump when suggest_params changes: old studies then refuse to resume
 TRACE_FAMILIES = ("xgb", "lgbm")  # families that can take the trace summary too
 
 
@@ -78,7 +78,8 @@ def suggest_params(trial: optuna.Trial, family: str, max_epochs: int) -> dict[st
             colsample=trial.suggest_float(p + "colsample", 0.5, 1.0),
             reg_lambda=trial.suggest_float(p + "reg_lambda", 0.1, 10, log=True),
             # the feature set is searched too (models/trace_features.py, bench/feature_sets.py)
-            trace_features=trial.suggest_categorical(p + "trace_features", [False, True]))
+            trace_features=trial.suggest_categorical(p + "trace_features", [False, True]),
+            tile_features=trial.suggest_categorical(p + "tile_features", [False, True]))
     elif family in NEURAL:
         params.update(
             hidden=trial.suggest_categorical(p + "hidden", [32, 64, 128, 256]),

@@ -13,6 +13,18 @@ is a fixed-length summary of it that tree models can take:
 - the first CATEGORICAL SampleCategorical decisions (the value chosen, log2(1 + v));
 - the first LOCATIONS SampleComputeLocation decisions (-2 inline, -1 root, else a loop index).
 
+Then the tile block (TILE_NAMES): what the tile factors add up to per level of the loop
+nest. A tree splits on one column at a time, so the product of four loops' innermost factors
+(the register tile a CPU kernel accumulates in) is out of its reach from the factors in
+separate columns; summed as log2 it is one column. MetaSchedule's CPU tiling (SSRSRS) splits
+each spatial loop into 4 levels and each reduction loop into 2; a tile decision of 4 or more
+factors counts as spatial (its last 4 levels), of 2-3 as reduction (its last 2), so GPU
+structures (5 and 3 levels) are read by their innermost levels. Models that take it
+(`tile_features`) also get tile_hardware_columns: the vector loop against the target's lanes
+and the accumulators against its vector registers, which no column of either side says alone.
+Measured (docs/cost-models.md, 2026-11-27): on held-out networks of five x86 CPUs, +0.06 to
++0.08 mean network top-1 for lgbm and its bag, on every one of three splits.
+
 The trace JSON is MetaSchedule's: [instructions, decisions], an instruction being
 [kind, inputs, attrs, outputs] and a decision [instruction index, value].
 
@@ -31,6 +43,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from core.hardware import HARDWARE_FEATURE_NAMES
+
 PRIMITIVES = ("Split", "Fuse", "Reorder", "Parallel", "Vectorize", "Unroll", "Bind",
               "CacheRead", "CacheWrite", "ReIndex", "ComputeAt", "ReverseComputeAt",
               "ComputeInline", "ReverseComputeInline", "Blockize", "Tensorize",
@@ -38,8 +52,27 @@ PRIMITIVES = ("Split", "Fuse", "Reorder", "Parallel", "Vectorize", "Unroll", "Bi
               "Pad")
 TILES, FACTORS, CATEGORICAL, LOCATIONS = 8, 4, 4, 4
 # Bumped when the same trace summarizes differently (2: EnterPostproc skipped, not a stop).
+# The tile block appended after it (2026-11-27) left the first SUMMARY_DIM columns as they were.
 SUMMARY_VERSION = 2
-DIM = len(PRIMITIVES) + TILES * FACTORS + CATEGORICAL + LOCATIONS + 1  # + total length
+SUMMARY_DIM = len(PRIMITIVES) + TILES * FACTORS + CATEGORICAL + LOCATIONS + 1  # + total length
+SPATIAL_LEVELS, REDUCTION_LEVELS = 4, 2
+TILE_NAMES = (
+    *(f"spatial_level{i}" for i in range(SPATIAL_LEVELS)),  # log2 tile volume, outermost first
+    *(f"reduction_level{i}" for i in range(REDUCTION_LEVELS)),
+    "vector_loop",  # the last spatial tile's innermost factor: the loop that gets vectorized
+    "register_tile_rest",  # the other spatial loops' innermost factors (the register tile / it)
+    "cache_tile",  # the two inner spatial levels and the inner reduction: a tile near L1
+    "inner_kernel",  # innermost spatial level and inner reduction: the micro-kernel's work
+    "inner_tiled_loops",  # how many spatial loops have an innermost factor above 1
+    "spatial_tiles", "reduction_tiles")
+TILE_DIM = len(TILE_NAMES)
+# vector_loop against the target's fp32 lanes, log2 accumulator vectors, and those against the
+# vector registers (32 with AVX-512, else 16)
+HARDWARE_TILE_NAMES = ("vector_loop_over_lanes", "accumulator_vectors",
+                       "accumulators_over_registers")
+DIM = SUMMARY_DIM + TILE_DIM  # one row of a Dataset's trace matrix
+_VECTOR_BYTES = HARDWARE_FEATURE_NAMES.index("vector_unit_bytes")
+_AVX512 = HARDWARE_FEATURE_NAMES.index("has_avx512f")
 
 
 def trace_vector(trace_json: str) -> np.ndarray:
@@ -57,7 +90,7 @@ def summarize(steps: Iterable[tuple[str, Sequence[Any], Any]], length: int) -> n
     adapter (models/ms_adapter.py) straight from the Trace object, which is ~10x cheaper
     than converting every candidate the search ranks to JSON first."""
     counts = dict.fromkeys(PRIMITIVES, 0)
-    tiles: list[list[float]] = []
+    tiles: list[list[float]] = []  # every tile decision, all factors (log2)
     categorical: list[float] = []
     locations: list[float] = []
     markers = 0
@@ -68,7 +101,7 @@ def summarize(steps: Iterable[tuple[str, Sequence[Any], Any]], length: int) -> n
         if kind in counts:
             counts[kind] += 1
         if kind == "SamplePerfectTile" and decision is not None:
-            tiles.append([math.log2(max(int(f), 1)) for f in decision][:FACTORS])
+            tiles.append([math.log2(max(int(f), 1)) for f in decision])
         elif kind == "SampleCategorical" and decision is not None:
             values = attrs[0] if attrs else []
             value = values[int(decision)] if int(decision) < len(values) else decision
@@ -79,13 +112,55 @@ def summarize(steps: Iterable[tuple[str, Sequence[Any], Any]], length: int) -> n
     out[:len(PRIMITIVES)] = np.log1p([counts[p] for p in PRIMITIVES])
     at = len(PRIMITIVES)
     for t, factors in enumerate(tiles[:TILES]):
+        factors = factors[:FACTORS]
         out[at + t * FACTORS: at + t * FACTORS + len(factors)] = factors
     at += TILES * FACTORS
     out[at: at + len(categorical[:CATEGORICAL])] = categorical[:CATEGORICAL]
     at += CATEGORICAL
     out[at: at + len(locations[:LOCATIONS])] = locations[:LOCATIONS]
-    out[-1] = math.log1p(length - markers)
+    out[SUMMARY_DIM - 1] = math.log1p(length - markers)
+    out[SUMMARY_DIM:] = tile_block(tiles)
     return out
+
+
+def tile_block(tiles: list[list[float]]) -> list[float]:
+    """The TILE_NAMES columns from every tile decision's log2 factors, in trace order."""
+    spatial = [0.0] * SPATIAL_LEVELS
+    reduction = [0.0] * REDUCTION_LEVELS
+    vector_loop, n_spatial, n_reduction, inner_tiled = 0.0, 0, 0, 0
+    for factors in tiles:
+        if len(factors) >= SPATIAL_LEVELS:
+            for level, f in enumerate(factors[-SPATIAL_LEVELS:]):
+                spatial[level] += f
+            vector_loop = factors[-1]  # the last spatial loop's, once all are read
+            n_spatial += 1
+            inner_tiled += factors[-1] > 0
+        elif factors:
+            for level, f in enumerate(factors[-REDUCTION_LEVELS:]):
+                reduction[level + REDUCTION_LEVELS - min(len(factors), REDUCTION_LEVELS)] += f
+            n_reduction += 1
+    inner, inner_reduction = spatial[-1], reduction[-1]
+    return [*spatial, *reduction, vector_loop, inner - vector_loop,
+            spatial[-2] + inner + inner_reduction, inner + inner_reduction, float(inner_tiled),
+            float(n_spatial), float(n_reduction)]
+
+
+def tile_hardware_columns(trace: np.ndarray, hardware: np.ndarray) -> np.ndarray:
+    """HARDWARE_TILE_NAMES per row, from trace matrix rows and each row's raw hardware vector
+    (core.hardware.HARDWARE_FEATURE_NAMES; not log-scaled)."""
+    lanes = np.log2(np.maximum(hardware[:, _VECTOR_BYTES], 4.0) / 4.0)  # fp32 lanes, log2
+    registers = np.where(hardware[:, _AVX512] > 0, 5.0, 4.0)  # log2 of 32 or 16
+    at = SUMMARY_DIM + TILE_NAMES.index("vector_loop")
+    vector_loop, rest = trace[:, at], trace[:, at + 1]
+    over_lanes = vector_loop - lanes
+    accumulators = np.maximum(over_lanes, 0.0) + rest
+    return np.stack([over_lanes, accumulators, accumulators - registers], 1).astype(np.float32)
+
+
+def input_width(trace_features: bool, tile_features: bool) -> int:
+    """How many input columns a model's trace settings add after the hardware features."""
+    return (SUMMARY_DIM if trace_features else 0) + \
+        (TILE_DIM + len(HARDWARE_TILE_NAMES) if tile_features else 0)
 
 
 def trace_matrix(traces: list[str]) -> np.ndarray:

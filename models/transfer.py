@@ -123,10 +123,11 @@ def check_transferable(parent: CostModel, target: Dataset) -> None:
         total = booster.num_features() if hasattr(booster, "num_features") else \
             booster.num_feature()
         hw_dim = total - target.store_features.shape[1]
-        if parent.takes_traces:  # the trace summary follows the hardware features
-            from models.trace_features import DIM
+        if parent.takes_traces:  # the trace columns follow the hardware features
+            from models.trace_features import input_width
 
-            hw_dim -= DIM
+            hw_dim -= input_width(getattr(parent.config, "trace_features", False),
+                                  getattr(parent.config, "tile_features", False))
     uses_hw = getattr(parent.config, "hardware_features", False)
     if uses_hw and hw_dim not in (None, 0) and target.hardware_features.shape[1] != hw_dim:
         raise TenforgeError(f"the parent {parent.kind} model was built for {hw_dim} hardware "

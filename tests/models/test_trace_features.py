@@ -9,7 +9,8 @@ import pytest
 from core.errors import TenforgeError
 from models.dataset import DataSpec, dataset_from_features, load_dataset
 from models.registry import create_model
-from models.trace_features import DIM, FACTORS, PRIMITIVES, trace_vector
+from models.trace_features import (DIM, FACTORS, HARDWARE_TILE_NAMES, PRIMITIVES, SUMMARY_DIM,
+                                   TILE_NAMES, input_width, tile_hardware_columns, trace_vector)
 from tests.conftest import SEED_PROFILE
 
 
@@ -42,6 +43,69 @@ def test_the_summary_counts_primitives_and_reads_the_decisions():
     categorical = tiles + 8 * FACTORS
     assert vector[categorical] == pytest.approx(np.log2(65))  # the value chosen: 64
     assert vector[categorical + 4] == -1  # computed at the root
+
+
+def _tiled_trace(*tiles: list[int]) -> str:
+    """A trace of one SamplePerfectTile (and Split) per tile decision, in order."""
+    insts, decisions = [], []
+    for n, factors in enumerate(tiles):
+        decisions.append([len(insts), factors])
+        insts.append(["SamplePerfectTile", [f"l{n}"], [len(factors), 64],
+                      [f"v{n}_{i}" for i in range(len(factors))]])
+        insts.append(["Split", [f"l{n}"], [True, False], [f"s{n}_{i}" for i in
+                                                          range(len(factors))]])
+    return json.dumps([insts, decisions])
+
+
+def test_the_tile_block_sums_the_levels_of_every_spatial_and_reduction_loop():
+    # SSRSRS: two spatial loops (4 levels each), one reduction loop (2 levels)
+    vector = trace_vector(_tiled_trace([1, 2, 1, 4], [2, 1, 2, 16], [8, 4]))
+    block = dict(zip(TILE_NAMES, vector[SUMMARY_DIM:]))
+    assert vector.shape == (DIM,)
+    assert [block[f"spatial_level{i}"] for i in range(4)] == [1, 1, 1, 6]  # log2 2, 2, 2, 64
+    assert [block["reduction_level0"], block["reduction_level1"]] == [3, 2]
+    assert block["vector_loop"] == 4 and block["register_tile_rest"] == 2  # 16 lanes; 4 rows
+    assert block["cache_tile"] == 1 + 6 + 2 and block["inner_kernel"] == 6 + 2
+    assert (block["inner_tiled_loops"], block["spatial_tiles"], block["reduction_tiles"]) == \
+        (2, 2, 1)
+    # the summary's own columns read only the first FACTORS of each tile, as before
+    assert list(vector[len(PRIMITIVES):len(PRIMITIVES) + FACTORS]) == [0, 1, 0, 2]
+
+
+def test_the_tile_hardware_columns_weigh_the_register_tile_against_the_target():
+    from core.hardware import HARDWARE_FEATURE_NAMES
+
+    row = trace_vector(_tiled_trace([1, 1, 1, 4], [1, 1, 1, 16]))[None, :]  # 4 x 16 floats
+
+    def hardware(vector_bytes, avx512):
+        vector = np.zeros((1, len(HARDWARE_FEATURE_NAMES)), np.float32)
+        vector[0, HARDWARE_FEATURE_NAMES.index("vector_unit_bytes")] = vector_bytes
+        vector[0, HARDWARE_FEATURE_NAMES.index("has_avx512f")] = avx512
+        return vector
+
+    avx512 = dict(zip(HARDWARE_TILE_NAMES, tile_hardware_columns(row, hardware(64, 1))[0]))
+    avx2 = dict(zip(HARDWARE_TILE_NAMES, tile_hardware_columns(row, hardware(32, 0))[0]))
+    # AVX-512: 16 lanes, the 16-wide loop is one vector, 4 accumulators of 32 registers
+    assert (avx512["vector_loop_over_lanes"], avx512["accumulator_vectors"],
+            avx512["accumulators_over_registers"]) == (0, 2, -3)
+    # AVX2: 8 lanes, two vectors per row, 8 accumulators of 16 registers
+    assert (avx2["vector_loop_over_lanes"], avx2["accumulator_vectors"],
+            avx2["accumulators_over_registers"]) == (1, 3, -1)
+
+
+@pytest.mark.parametrize("family", ["xgb", "lgbm"])
+def test_trees_take_the_tile_block_with_or_without_the_summary(traced, family):
+    from models._trees import config_inputs
+
+    for trace_features in (False, True):
+        model = create_model(family, trace_features=trace_features, tile_features=True,
+                             n_estimators=20, seed=0)
+        assert model.takes_traces
+        model.fit(traced)
+        plain = config_inputs(traced, create_model(family).config)
+        assert config_inputs(traced, model.config).shape[1] == \
+            plain.shape[1] + input_width(trace_features, True)
+        assert np.isfinite(model.predict(traced)).all()
 
 
 def test_stored_traces_load_with_the_data(traced):
