@@ -767,8 +767,9 @@ def main_parser() -> argparse.ArgumentParser:
                              "of one network that must use the whole matrix's model)")
     parser.add_argument("--hardware", default="local-1t")
     parser.add_argument("--family", default="lgbm")
-    parser.add_argument("--params", default='{"trace_features": true}',
-                        help="the learned model's parameters (JSON)")
+    parser.add_argument("--params", default='{"trace_features": true, "tile_features": true}',
+                        help="the learned model's parameters (JSON; the tile block since "
+                             "2026-11-27: docs/tuning-results.md, fortieth session)")
     parser.add_argument("--db", help="store with the training data (default: WORK/seed.duckdb, "
                                      "loaded from the seed once)")
     parser.add_argument("--out", default="docs/tuning-matrix", help="cells and the report")

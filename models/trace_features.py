@@ -22,8 +22,9 @@ factors counts as spatial (its last 4 levels), of 2-3 as reduction (its last 2),
 structures (5 and 3 levels) are read by their innermost levels. Models that take it
 (`tile_features`) also get tile_hardware_columns: the vector loop against the target's lanes
 and the accumulators against its vector registers, which no column of either side says alone.
-Measured (docs/cost-models.md, 2026-11-27): on held-out networks of five x86 CPUs, +0.06 to
-+0.08 mean network top-1 for lgbm and its bag, on every one of three splits.
+Measured (docs/cost-models.md, 2026-11-27): on held-out networks of five x86 CPUs, +0.035
+median network top-1 for a bag of five lgbm (higher on each of three splits) and +0.037 for
+one lgbm; pairwise accuracy +0.03 to +0.04 on every split.
 
 The trace JSON is MetaSchedule's: [instructions, decisions], an instruction being
 [kind, inputs, attrs, outputs] and a decision [instruction index, value].
@@ -60,7 +61,7 @@ TILE_NAMES = (
     *(f"spatial_level{i}" for i in range(SPATIAL_LEVELS)),  # log2 tile volume, outermost first
     *(f"reduction_level{i}" for i in range(REDUCTION_LEVELS)),
     "vector_loop",  # the last spatial tile's innermost factor: the loop that gets vectorized
-    "register_tile_rest",  # the other spatial loops' innermost factors (the register tile / it)
+    "register_tile_rest",  # the other spatial loops' innermost factors: register tile / vector loop
     "cache_tile",  # the two inner spatial levels and the inner reduction: a tile near L1
     "inner_kernel",  # innermost spatial level and inner reduction: the micro-kernel's work
     "inner_tiled_loops",  # how many spatial loops have an innermost factor above 1
