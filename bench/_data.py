@@ -21,11 +21,11 @@ FEATURE_SETS = {"per-store": {},
 
 def feature_set_name(params: dict) -> str:
     """The FEATURE_SETS name of a tree model's params (a searched model's, say)."""
-    trace, tiles = bool(params.get("trace_features")), bool(params.get("tile_features"))
-    if tiles and not trace:
-        return "per-store + tiles"
-    return {(False, False): "per-store", (True, False): "per-store + trace",
-            (True, True): "per-store + trace + tiles"}[(trace, tiles)]
+    chosen = {key for key in ("trace_features", "tile_features") if params.get(key)}
+    for name, set_params in FEATURE_SETS.items():
+        if set(set_params) == chosen:
+            return name
+    return "per-store + tiles"  # a search may take the tile block without the summary
 
 
 def scratch_dir(prefix: str) -> Path:

@@ -137,8 +137,9 @@ def tile_block(tiles: list[list[float]]) -> list[float]:
             n_spatial += 1
             inner_tiled += factors[-1] > 0
         elif factors:
-            for level, f in enumerate(factors[-REDUCTION_LEVELS:]):
-                reduction[level + REDUCTION_LEVELS - min(len(factors), REDUCTION_LEVELS)] += f
+            inner_levels = factors[-REDUCTION_LEVELS:]  # a 1-factor split is the inner level
+            for level, f in enumerate(inner_levels, REDUCTION_LEVELS - len(inner_levels)):
+                reduction[level] += f
             n_reduction += 1
     inner, inner_reduction = spatial[-1], reduction[-1]
     return [*spatial, *reduction, vector_loop, inner - vector_loop,

@@ -26,3 +26,8 @@ def test_the_feature_sets_bench_gives_a_bag_its_feature_set_per_member():
     assert rows["metaschedule_xgb per-store"] == ("metaschedule_xgb", {})
     bag = create_model("bagged", **rows["bagged per-store + trace + tiles"][1])
     assert bag.takes_traces
+
+
+def test_a_searched_tile_block_without_the_summary_is_named_for_what_it_is():
+    assert feature_set_name({"tile_features": True}) == "per-store + tiles"
+    assert feature_set_name({"trace_features": False, "max_depth": 8}) == "per-store"
