@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from core.procs import pid_alive
+
 PAUSE_FILE_ENV = "TENFORGE_PAUSE_FILE"
 
 
@@ -26,15 +28,7 @@ def _holder_alive(path: Path) -> bool:
         pid = int(path.read_text().strip() or 0)
     except (OSError, ValueError):
         return False  # gone, or half-written: not a pause
-    if pid <= 0 or pid == os.getpid():  # never wait on oneself
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid != os.getpid() and pid_alive(pid)  # never wait on oneself
 
 
 def wait_while_paused(poll_s: float = 1.0) -> float:

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from core.hardware import HardwareProfile, MeasureSettings
-from core.procs import usable_cores
+from core.procs import pid_alive, usable_cores
 from core.records import MeasureJob, MeasureResult
 from tasks.measure.process import Worker, WorkerFailure
 from tasks.measure.protocol import Unprepared
@@ -20,6 +20,25 @@ from tasks.measure.protocol import Unprepared
 # Builds run before a batch's timed runs, never beside them, so they may use every core; past
 # 16 the workers' start-up (a TVM import each) outweighs what they save on a batch of 16.
 MAX_BUILD_WORKERS = 16
+# A measurer's compiled candidates live in ARTIFACT_PREFIX<pid>-*, removed on close. A process
+# killed outright (SIGKILL, the OOM killer, a fault test) never closes: the next measurer
+# removes the folders of owners that are gone.
+ARTIFACT_PREFIX = "tenforge-artifacts-"
+
+
+def sweep_orphaned_artifacts(root: str | None = None) -> int:
+    """Remove artifact folders under `root` (the temp dir) whose owning process is gone;
+    how many. A folder of a live pid stays, whoever owns it (pids are reused: a false "alive"
+    only leaves a folder behind, a false "gone" would pull artifacts from a running measurer)."""
+    root = root or tempfile.gettempdir()
+    removed = 0
+    for name in os.listdir(root):
+        pid = name[len(ARTIFACT_PREFIX):].split("-", 1)[0]
+        if not name.startswith(ARTIFACT_PREFIX) or not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def default_build_workers() -> int:
@@ -40,7 +59,8 @@ class Measurer:
             build_workers = default_build_workers()
         self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]
         self.runner = Worker(target, {"TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
-        self.artifact_dir = tempfile.mkdtemp(prefix="tenforge-artifacts-")
+        sweep_orphaned_artifacts()
+        self.artifact_dir = tempfile.mkdtemp(prefix=f"{ARTIFACT_PREFIX}{os.getpid()}-")
         # Tasks whose reference output could not be made: never pay that failure again.
         self._no_reference: set[str] = set()
         self._artifacts = 0  # artifact file names of build_modules

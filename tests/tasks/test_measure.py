@@ -262,3 +262,24 @@ def test_a_worker_stopped_by_another_thread_mid_call_fails_as_a_crash():
     with pytest.raises(WorkerFailure) as failure:
         worker.call({"op": "build"}, 5.0)
     assert failure.value.kind == "crash" and "SIGKILL" in str(failure.value)
+
+
+def test_artifacts_of_a_killed_measurer_are_swept_and_a_live_ones_kept(tmp_path):
+    # A measurer killed with -9 never closes: its compiled candidates stayed in /tmp (about a
+    # hundred such folders after a day of fault tests). The next measurer removes them.
+    import subprocess
+    import sys
+
+    from tasks.measure.measurer import ARTIFACT_PREFIX, sweep_orphaned_artifacts
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f"{ARTIFACT_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{ARTIFACT_PREFIX}{os.getpid()}-def"
+    unowned = tmp_path / f"{ARTIFACT_PREFIX}xyz"  # the old, pid-less name: not ours to judge
+    other = tmp_path / "something-else-1"
+    for folder in (orphan, live, unowned, other):
+        (folder / "mod-1").mkdir(parents=True)
+        (folder / "mod-1" / "lib.so").write_bytes(b"x")
+    assert sweep_orphaned_artifacts(str(tmp_path)) == 1
+    assert not orphan.exists() and live.exists() and unowned.exists() and other.exists()
