@@ -30,6 +30,18 @@ class TreeConfig(ModelConfig):
     early_stopping_rounds: int = 40
     trace_features: bool = False  # append the trace summary (models/trace_features.py)
     tile_features: bool = False  # and its tile block, with the columns it makes with hardware
+    # Weight each task's rows by (its best latency x the most times a network runs it)^power,
+    # scaled to a mean of 1 per profile: the ranking loss then leans toward the tasks that make
+    # up a network's latency, and away from microsecond kernels whose candidates differ by
+    # little more than measurement noise. 0: every task alike (docs/cost-models.md: 0.25 gave
+    # +0.034 held-out peak@1 on 6 of 6 splits, +0.011 network top-1 on 4 of 6).
+    task_weight_power: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.task_weight_power <= 2.0:
+            raise TenforgeError(f"task_weight_power {self.task_weight_power} is out of range; "
+                                "give 0 (tasks alike) to 2")
 
 
 def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
@@ -53,6 +65,30 @@ def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
     """tree_inputs as `config` asks for them."""
     return tree_inputs(data, config.hardware_features, config.trace_features,
                        config.tile_features)
+
+
+def task_weights(data: Dataset, power: float) -> np.ndarray:
+    """Per group (task on a profile): (best valid latency x max occurrences in a network)^power,
+    divided by its profile's mean; a group with nothing valid weighs 1 (its rows are all
+    failures, labelled alike: nothing to rank)."""
+    best = np.full(data.n_groups, np.inf)
+    np.minimum.at(best, data.group, np.where(np.isfinite(data.latency), data.latency, np.inf))
+    runs = np.array([max(data.workload_networks.get(w, {}).values(), default=1)
+                     for w in data.group_workload], np.float64)
+    weights = np.ones(data.n_groups)
+    valid = np.isfinite(best) & (best > 0)
+    for hardware in np.unique(data.group_hardware[valid]):
+        mine = valid & (data.group_hardware == hardware)
+        importance = (best[mine] * runs[mine]) ** power
+        weights[mine] = importance / importance.mean()
+    return weights
+
+
+def _row_weights(data: Dataset, config: TreeConfig, order: np.ndarray) -> np.ndarray | None:
+    """task_weights for each row in `order` (None when the config weighs tasks alike)."""
+    if not config.task_weight_power:
+        return None
+    return task_weights(data, config.task_weight_power)[data.group[order]]
 
 
 def _group_sorted(data: Dataset) -> np.ndarray:
@@ -87,8 +123,15 @@ class XGBCostModel(_BoostedCostModel):
         order = _group_sorted(data)
         x = config_inputs(data, self.config)[order]
         dm = xgb.DMatrix(x, label=data.label[order] if with_label else None, nthread=THREADS)
+        weights = _row_weights(data, self.config, order) if with_label else None
         if with_label and self.config.loss == "rank":
-            dm.set_group(np.unique(data.group[order], return_counts=True)[1])
+            _, starts, counts = np.unique(data.group[order], return_index=True,
+                                               return_counts=True)
+            dm.set_group(counts)
+            if weights is not None:  # XGBoost's ranking weighs whole groups, one value each
+                dm.set_weight(weights[starts])
+        elif weights is not None:
+            dm.set_weight(weights)
         return dm, order
 
     def _params(self) -> dict:
@@ -166,11 +209,12 @@ class LGBMCostModel(_BoostedCostModel):
         order = _group_sorted(data)
         x = config_inputs(data, self.config)[order]
         y = data.label[order]
+        weights = _row_weights(data, self.config, order)  # lambdarank scales each row's gradient
         if self.config.loss == "rank":
             y = np.round(y * self.RELEVANCE_LEVELS).astype(np.int32)
             return lgb.Dataset(x, y, group=np.unique(data.group[order], return_counts=True)[1],
-                               free_raw_data=False), order
-        return lgb.Dataset(x, y, free_raw_data=False), order
+                               weight=weights, free_raw_data=False), order
+        return lgb.Dataset(x, y, weight=weights, free_raw_data=False), order
 
     def _params(self) -> dict:
         c = self.config

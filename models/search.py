@@ -30,7 +30,7 @@ from models.registry import FAMILIES, create_model
 
 NEURAL = ("mlp", "attention", "bilstm_attention")
 METRICS = OBJECTIVES  # models.evaluate.RANKING_METRICS that a search may maximize
-SPACE_VERSION = 3  # bump when suggest_params changes: old studies then refuse to resume
+SPACE_VERSION = 4  # bump when suggest_params changes: old studies then refuse to resume
 TRACE_FAMILIES = ("xgb", "lgbm")  # families that can take the trace summary too
 
 
@@ -79,7 +79,9 @@ def suggest_params(trial: optuna.Trial, family: str, max_epochs: int) -> dict[st
             reg_lambda=trial.suggest_float(p + "reg_lambda", 0.1, 10, log=True),
             # the feature set is searched too (models/trace_features.py, bench/feature_sets.py)
             trace_features=trial.suggest_categorical(p + "trace_features", [False, True]),
-            tile_features=trial.suggest_categorical(p + "tile_features", [False, True]))
+            tile_features=trial.suggest_categorical(p + "tile_features", [False, True]),
+            task_weight_power=trial.suggest_categorical(p + "task_weight_power",
+                                                        [0.0, 0.25, 0.5]))
     elif family in NEURAL:
         params.update(
             hidden=trial.suggest_categorical(p + "hidden", [32, 64, 128, 256]),
