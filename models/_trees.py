@@ -34,7 +34,7 @@ class TreeConfig(ModelConfig):
     # scaled to a mean of 1 per profile: the ranking loss then leans toward the tasks that make
     # up a network's latency, and away from microsecond kernels whose candidates differ by
     # little more than measurement noise. 0: every task alike (docs/cost-models.md: 0.25 gave
-    # +0.034 held-out peak@1 on 6 of 6 splits, +0.011 network top-1 on 4 of 6).
+    # +0.035 held-out peak@1, higher on 6 of 6 splits, and +0.008 median network top-1).
     task_weight_power: float = 0.0
 
     def __post_init__(self) -> None:
@@ -126,7 +126,7 @@ class XGBCostModel(_BoostedCostModel):
         weights = _row_weights(data, self.config, order) if with_label else None
         if with_label and self.config.loss == "rank":
             _, starts, counts = np.unique(data.group[order], return_index=True,
-                                               return_counts=True)
+                                          return_counts=True)
             dm.set_group(counts)
             if weights is not None:  # XGBoost's ranking weighs whole groups, one value each
                 dm.set_weight(weights[starts])

@@ -24,19 +24,27 @@ MAX_BUILD_WORKERS = 16
 # killed outright (SIGKILL, the OOM killer, a fault test) never closes: the next measurer
 # removes the folders of owners that are gone.
 ARTIFACT_PREFIX = "tenforge-artifacts-"
+ORPHAN_AGE_S = 600.0  # untouched this long too: a temp dir shared across pid namespaces is safe
 
 
-def sweep_orphaned_artifacts(root: str | None = None) -> int:
-    """Remove artifact folders under `root` (the temp dir) whose owning process is gone;
-    how many. A folder of a live pid stays, whoever owns it (pids are reused: a false "alive"
-    only leaves a folder behind, a false "gone" would pull artifacts from a running measurer)."""
+def sweep_orphaned_artifacts(root: str | None = None, min_age_s: float = ORPHAN_AGE_S) -> int:
+    """Remove artifact folders under `root` (the temp dir) whose owning process is gone and
+    that nothing changed for `min_age_s`; how many. A folder of a live pid stays, whoever owns
+    it (pids are reused: a false "alive" only leaves a folder behind; the age guards against
+    a false "gone", a measurer of another container that shares the temp dir)."""
     root = root or tempfile.gettempdir()
     removed = 0
     for name in os.listdir(root):
         pid = name[len(ARTIFACT_PREFIX):].split("-", 1)[0]
         if not name.startswith(ARTIFACT_PREFIX) or not pid.isdigit() or pid_alive(int(pid)):
             continue
-        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        path = os.path.join(root, name)
+        try:
+            if time.time() - os.stat(path).st_mtime < min_age_s:
+                continue
+        except OSError:  # removed meanwhile
+            continue
+        shutil.rmtree(path, ignore_errors=True)
         removed += 1
     return removed
 

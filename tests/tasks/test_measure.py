@@ -278,8 +278,12 @@ def test_artifacts_of_a_killed_measurer_are_swept_and_a_live_ones_kept(tmp_path)
     live = tmp_path / f"{ARTIFACT_PREFIX}{os.getpid()}-def"
     unowned = tmp_path / f"{ARTIFACT_PREFIX}xyz"  # the old, pid-less name: not ours to judge
     other = tmp_path / "something-else-1"
-    for folder in (orphan, live, unowned, other):
+    recent = tmp_path / f"{ARTIFACT_PREFIX}{dead.pid}-ghi"  # maybe another container's, at work
+    for folder in (orphan, live, unowned, other, recent):
         (folder / "mod-1").mkdir(parents=True)
         (folder / "mod-1" / "lib.so").write_bytes(b"x")
+        if folder != recent:
+            os.utime(folder, (0, 0))  # untouched since 1970
     assert sweep_orphaned_artifacts(str(tmp_path)) == 1
-    assert not orphan.exists() and live.exists() and unowned.exists() and other.exists()
+    assert not orphan.exists()
+    assert live.exists() and unowned.exists() and other.exists() and recent.exists()
