@@ -72,7 +72,7 @@ def task_weights(data: Dataset, power: float) -> np.ndarray:
     divided by its profile's mean; a group with nothing valid weighs 1 (its rows are all
     failures, labelled alike: nothing to rank)."""
     best = np.full(data.n_groups, np.inf)
-    np.minimum.at(best, data.group, np.where(np.isfinite(data.latency), data.latency, np.inf))
+    np.minimum.at(best, data.group, data.latency)  # a failed candidate's latency is inf
     runs = np.array([max(data.workload_networks.get(w, {}).values(), default=1)
                      for w in data.group_workload], np.float64)
     weights = np.ones(data.n_groups)

@@ -35,8 +35,10 @@ def sweep_orphaned_artifacts(root: str | None = None, min_age_s: float = ORPHAN_
     root = root or tempfile.gettempdir()
     removed = 0
     for name in os.listdir(root):
+        if not name.startswith(ARTIFACT_PREFIX):
+            continue
         pid = name[len(ARTIFACT_PREFIX):].split("-", 1)[0]
-        if not name.startswith(ARTIFACT_PREFIX) or not pid.isdigit() or pid_alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):  # a pid-less name is not ours to judge
             continue
         path = os.path.join(root, name)
         try:

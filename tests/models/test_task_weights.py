@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from core.errors import TenforgeError
+from models._trees import task_weights
 from models.dataset import FEATURE_DIM, Dataset, DataSpec
 from models.metrics import pairwise_accuracy
 from models.registry import create_model
-from models._trees import task_weights
 from tests.models.synthetic import synthetic_dataset
 
 
