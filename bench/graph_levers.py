@@ -8,6 +8,9 @@ way of core.graphs.GRAPHS, with the same trial budget, seed and hardware profile
   folded    that weight-only work done once, at load; operators after a convolution then fuse
             into it;
   nhwc      folded, with convolutions in NHWC.
+  G:exact   graph G as it was before tasks/fast_math.py: exp, erf and tanh (softmax, GELU,
+            sigmoid, SiLU) a C library call an element instead of TOPI's polynomials; the
+            table's "vs exact" is G's tuned latency against it (nchw16c,nchw16c:exact).
 MetaSchedule's XGB learns from scratch in each cell, so no model trained on one graph's
 tasks favours it. After the searches, every tuned network is timed again end to end in
 interleaved rounds (exported, folded, nhwc, exported, ...), so a busy neighbour slows each
@@ -25,12 +28,14 @@ again); the tuning databases under --out/databases.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,24 +48,48 @@ bootstrap()
 
 from bench.cpu_contention import busy_share, other_cpu_ticks  # noqa: E402
 from bench.tuning import torch_eager_ms_fresh  # noqa: E402
-from core.graphs import GRAPHS, check_graph  # noqa: E402
+from core.graphs import FAST_MATH_GRAPHS, GRAPHS, check_graph  # noqa: E402
 from core.tvm_env import load_tvm, tvm_version  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.measure import Measurer  # noqa: E402
 from tasks.tuning import tune_network  # noqa: E402
-from tasks.workloads import import_to_relax  # noqa: E402
+from tasks.workloads import exact_math, import_to_relax  # noqa: E402
+
+EXACT = ":exact"  # a graph label's suffix: prepared with the C library's exp, erf and tanh
+
+
+def preparing(graph: str) -> tuple[str, Any]:
+    """(the prepared graph, a context to prepare it in) for a graph label of --graphs."""
+    if graph.endswith(EXACT):
+        return graph[:-len(EXACT)], exact_math()
+    return graph, contextlib.nullcontext()
+
+
+def check_label(graph: str) -> None:
+    base, _ = preparing(graph)
+    check_graph(base, prepared=True)
+    if graph.endswith(EXACT) and base not in FAST_MATH_GRAPHS:
+        raise SystemExit(f"--graphs {graph}: only {', '.join(FAST_MATH_GRAPHS)} compute with "
+                         f"fast approximations, so only they have an {EXACT} form")
+
+
+def cell_name(network: str, graph: str, seed: int) -> str:
+    return f"{network}-{graph.replace(':', '-')}-s{seed}"
 
 
 def tune_cell(network: str, graph: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     profile = resolve_profile(args.hardware)
-    database = out / "databases" / f"{network}-{graph}-s{seed}"
+    database = out / "databases" / cell_name(network, graph, seed)
     shutil.rmtree(database, ignore_errors=True)  # a cell starts over
     before = other_cpu_ticks()
-    result = tune_network(network, profile, database, trials=args.trials,
-                          minutes=args.minutes, cost_model="xgb", flops_share=1.0, seed=seed,
-                          report=lambda line: print(f"  [{network} {graph} s{seed}] {line}",
-                                                    flush=True), graph=graph)
+    prepared, context = preparing(graph)
+    with context:
+        result = tune_network(network, profile, database, trials=args.trials,
+                              minutes=args.minutes, cost_model="xgb", flops_share=1.0,
+                              seed=seed, graph=prepared,
+                              report=lambda line: print(f"  [{network} {graph} s{seed}] {line}",
+                                                        flush=True))
     cell = {
         "network": network, "graph": graph, "seed": seed, "hardware": profile.name,
         "target": profile.target, "threads": profile.num_threads, "trials": result.trials,
@@ -81,8 +110,11 @@ def retime(cells: list[dict], args: argparse.Namespace) -> None:
     cell's per-round medians under "retimed_ms"."""
     profile = resolve_profile(args.hardware)
     tvm = load_tvm(profile.target)
-    modules = {id(c): tvm.ir.save_json(import_to_relax(c["network"], 1, None, c["graph"]))
-               for c in cells}
+    modules = {}
+    for c in cells:
+        prepared, context = preparing(c["graph"])
+        with context:
+            modules[id(c)] = tvm.ir.save_json(import_to_relax(c["network"], 1, None, prepared))
     for c in cells:
         c["retimed_ms"] = []
     before = other_cpu_ticks()
@@ -101,20 +133,26 @@ def retime(cells: list[dict], args: argparse.Namespace) -> None:
 
 def report(cells: list[dict], torch_ms: dict[str, float]) -> str:
     rows = []
-    base = {(c["network"], c["seed"]): float(np.median(c["retimed_ms"]))
-            for c in cells if c["graph"] == "exported" and c.get("retimed_ms")}
-    for c in sorted(cells, key=lambda c: (c["network"], c["seed"], GRAPHS.index(c["graph"]))):
-        timed = float(np.median(c["retimed_ms"])) if c.get("retimed_ms") else c["tuned_ms"]
-        ref = base.get((c["network"], c["seed"]))
+    def timed_ms(c: dict) -> float:
+        return float(np.median(c["retimed_ms"])) if c.get("retimed_ms") else c["tuned_ms"]
+
+    by_graph = {(c["network"], c["seed"], c["graph"]): timed_ms(c) for c in cells}
+    for c in sorted(cells, key=lambda c: (c["network"], c["seed"],
+                                          GRAPHS.index(preparing(c["graph"])[0]), c["graph"])):
+        timed = timed_ms(c)
+        ref = by_graph.get((c["network"], c["seed"], "exported"))
+        exact = by_graph.get((c["network"], c["seed"], c["graph"] + EXACT))
         torch = torch_ms.get(c["network"])
         rows.append([c["network"], c["graph"], c["seed"], c["tasks_total"], c["trials"],
                      f"{c['search_s'] / 60:.1f}",
                      "-" if c["estimated_ms"] is None else f"{c['estimated_ms']:.2f}",
                      f"{timed:.2f}", "-" if ref is None else f"{ref / timed:.2f}x",
+                     "-" if exact is None else f"{exact / timed:.2f}x",
                      "-" if torch is None else f"{torch:.2f}",
                      "-" if torch is None else f"{torch / timed:.2f}x"])
     return format_table(["network", "graph", "seed", "tasks", "trials", "search min",
-                         "est. ms", "tuned ms", "vs exported", "PyTorch ms", "vs PyTorch"],
+                         "est. ms", "tuned ms", "vs exported", "vs exact", "PyTorch ms",
+                         "vs PyTorch"],
                         rows)
 
 
@@ -133,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     graphs = [g for g in args.graphs.split(",") if g]
     for g in graphs:
-        check_graph(g, prepared=True)
+        check_label(g)
     networks = [n for n in args.networks.split(",") if n]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     out = Path(args.out)
@@ -142,7 +180,7 @@ def main() -> None:
     for seed in seeds:
         for network in networks:
             for graph in graphs:
-                path = out / f"{network}-{graph}-s{seed}.json"
+                path = out / f"{cell_name(network, graph, seed)}.json"
                 if not path.exists():
                     if args.retime_only:
                         continue
@@ -153,7 +191,7 @@ def main() -> None:
                 cells.append(json.loads(path.read_text()))
     retime(cells, args)
     for c in cells:
-        (out / f"{c['network']}-{c['graph']}-s{c['seed']}.json").write_text(
+        (out / f"{cell_name(c['network'], c['graph'], c['seed'])}.json").write_text(
             json.dumps(c, indent=1))
     threads = resolve_profile(args.hardware).num_threads
     torch_ms = {n: torch_eager_ms_fresh(n, threads) for n in networks}

@@ -29,8 +29,12 @@ from core.errors import TenforgeError
 #   Those are the shapes GPU tensor cores execute: on sm_80 and later MetaSchedule's design
 #   space (its cuda-tensorcore rules) tensorizes them with wmma. A GPU lever: x86 has no
 #   float16 arithmetic TVM uses, so a CPU profile is refused it.
+# Every float32 prepared graph (all but exported and fp16) computes exp, erf and tanh, and the
+# softmax, GELU, sigmoid and SiLU made of them, with polynomial approximations LLVM vectorizes
+# instead of a C library call per element (tasks/fast_math.py; 14-24x faster a function).
 GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c", "fp16")
 MIXED_PRECISION = "fp16"
+FAST_MATH_GRAPHS = ("folded", "nhwc", "nchw8c", "nchw16c")
 # - "blocked" is asked for, never stored: NCHW[x]c blocked by the profile's own vector,
 #   resolve_graph makes it nchw16c on AVX-512 and nchw8c elsewhere before anything runs.
 BLOCKED = "blocked"

@@ -6,11 +6,13 @@ are one task whose `weight` counts how often the network runs it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
 from core.errors import TenforgeError
-from core.graphs import BLOCKS, CONV_LAYOUTS, MIXED_PRECISION, check_graph
+from core.graphs import BLOCKS, CONV_LAYOUTS, FAST_MATH_GRAPHS, MIXED_PRECISION, check_graph
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
 from tasks.batch_norm_fold import batch_norm_into_conv
@@ -20,6 +22,7 @@ from tasks.blocked_conv import (
     legalize_conv2d,
     reduction_before_layer_norm_unblocked,
 )
+from tasks.fast_math import fast_math_legalizations
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
 
@@ -58,12 +61,28 @@ def import_with_weights(network: str | Workload, batch: int, size: int | None = 
     workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
     if not workload.is_zoo:  # a file's inputs fix its sizes: one cache entry, whatever asked
         batch, size = 1, None
-    return _imported(workload, batch, size, graph)
+    return _imported(workload, batch, size, graph, graph in FAST_MATH_GRAPHS and not _exact[0])
+
+
+# set by exact_math(): prepared graphs keep the C library's exp, erf and tanh
+_exact = [False]
+
+
+@contextmanager
+def exact_math() -> Iterator[None]:
+    """Within it, the prepared graphs compute exp, erf and tanh as the exported graph does
+    (a C library call an element), as they did before tasks/fast_math.py: for measuring what
+    the fast approximations are worth (bench/graph_levers.py's GRAPH:exact), in this process."""
+    _exact[0] = True
+    try:
+        yield
+    finally:
+        _exact[0] = False
 
 
 @lru_cache(maxsize=4)
-def _imported(workload: Workload, batch: int, size: int | None, graph: str = "exported"
-              ) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
+def _imported(workload: Workload, batch: int, size: int | None, graph: str = "exported",
+              fast_math: bool = False) -> tuple[Any, list[Any], list[tuple[list[int], str]]]:
     tvm = load_tvm("llvm")
     from tvm import relax
 
@@ -95,13 +114,16 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
     # a prepared graph computes its weights once at load: a batch norm after a convolution
     # becomes part of them (tasks/batch_norm_fold.py) instead of four operations an output
     folded = [batch_norm_into_conv()] if graph != "exported" else []
+    # exp, erf, tanh (softmax, GELU, sigmoid, SiLU) as polynomials LLVM vectorizes, not a C
+    # library call an element (tasks/fast_math.py): the float32 graphs prepared for inference
+    fast_rules = fast_math_legalizations() if fast_math else {}
     legalized = tvm.transform.Sequential([
         *folded,
         relax.transform.DecomposeOpsForInference(),
         *mixed,
         *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR
         # without it extract_tasks finds nothing
-        relax.transform.LegalizeOps({"relax.nn.conv2d": legalize_conv2d}),
+        relax.transform.LegalizeOps({"relax.nn.conv2d": legalize_conv2d, **fast_rules}),
     ])(mod)
     check_lowered(legalized, workload.name)
     annotated = tvm.transform.Sequential([

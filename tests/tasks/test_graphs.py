@@ -9,7 +9,7 @@ import pytest
 from core.errors import TenforgeError
 from core.graphs import GRAPHS, MIXED_PRECISION
 from tasks.sources import resolve_workload
-from tasks.workloads import import_with_weights, split_into_tasks
+from tasks.workloads import exact_math, import_with_weights, split_into_tasks
 from tests.conftest import LOCAL_TARGET
 
 # Conv + batch norm + residual + linear: batch norm's sqrt(var + eps) and the linear layer's
@@ -527,3 +527,63 @@ def test_a_simt_collect_shard_names_the_option_in_its_command():
     assert not _command_of("collect", params, "s.duckdb").count("--simt")
     assert _command_of("collect", {**params, "simt": True}, "s.duckdb").endswith(
         "--graph fp16 --simt --db s.duckdb")
+
+
+# Every operator tasks/fast_math.py approximates: attention's softmax, GELU (erf and tanh
+# forms), sigmoid, SiLU, exp, tanh and erf, with inputs spread wide enough (x 4) to reach
+# the approximations' clamps.
+FAST_MATH_CODE = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(32, 96)
+        self.up = nn.Linear(32, 64)
+        self.down = nn.Linear(64, 32)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        y = torch.softmax(q @ k.transpose(-1, -2) / 4, dim=-1) @ v
+        h = self.up(y)
+        h = nn.functional.gelu(h) + nn.functional.gelu(h, approximate="tanh")
+        h = h * torch.sigmoid(h) + nn.functional.silu(h) + torch.tanh(h) + torch.erf(h)
+        return self.down(h) + torch.exp(-y * y)
+
+
+def make():
+    torch.manual_seed(0)
+    return Net().eval(), (4 * torch.randn(1, 16, 32),)
+'''
+
+
+def test_prepared_graphs_compute_exp_erf_and_tanh_by_fast_approximations(tmp_path):
+    """Exported, exp / erf / tanh are calls of the C library's scalar function an element
+    (tir.exp, tir.erf, tir.tanh, tir.sigmoid in the TIR); the float32 prepared graphs compute
+    them with TOPI's polynomials, keep the functions' names, and compute what PyTorch does."""
+    import tvm
+
+    from core.graphs import FAST_MATH_GRAPHS
+
+    workload, x, want = user_network(tmp_path, "attention", FAST_MATH_CODE)
+    library_calls = ("T.exp(", "T.erf(", "T.tanh(", "T.sigmoid(")
+    for graph in ("exported", *FAST_MATH_GRAPHS):
+        fused, weights, _ = import_with_weights(workload, 1, None, graph)
+        tasks = split_into_tasks(fused, LOCAL_TARGET)
+        scripts = [tvm.ir.load_json(t.mod_json).script() for t in tasks]
+        calls = {n for script in scripts for n in library_calls if n in script}
+        names = " ".join(t.task_name for t in tasks)
+        assert "softmax" in names and "gelu" in names, names
+        if graph == "exported":
+            assert calls == set(library_calls), calls
+        else:
+            assert not calls, (graph, calls)
+        np.testing.assert_allclose(run_untuned(fused, weights, x), want, rtol=1e-4,
+                                   atol=1e-4, err_msg=graph)
+    with exact_math():  # what bench/graph_levers.py's nchw16c:exact compares with
+        fused, _, _ = import_with_weights(workload, 1, None, "nchw16c")
+    exact = " ".join(tvm.ir.load_json(t.mod_json).script()
+                     for t in split_into_tasks(fused, LOCAL_TARGET))
+    assert all(call in exact for call in library_calls)
