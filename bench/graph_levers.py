@@ -59,15 +59,18 @@ from tasks.workloads import exact_math, import_to_relax  # noqa: E402
 EXACT = ":exact"  # a graph label's suffix: prepared with the C library's exp, erf and tanh
 
 
+def base_graph(graph: str) -> str:
+    """The prepared graph (GRAPHS) a graph label of --graphs names."""
+    return graph.removesuffix(EXACT)
+
+
 def preparing(graph: str) -> tuple[str, Any]:
     """(the prepared graph, a context to prepare it in) for a graph label of --graphs."""
-    if graph.endswith(EXACT):
-        return graph[:-len(EXACT)], exact_math()
-    return graph, contextlib.nullcontext()
+    return base_graph(graph), exact_math() if graph.endswith(EXACT) else contextlib.nullcontext()
 
 
 def check_label(graph: str) -> None:
-    base, _ = preparing(graph)
+    base = base_graph(graph)
     check_graph(base, prepared=True)
     if graph.endswith(EXACT) and base not in FAST_MATH_GRAPHS:
         raise SystemExit(f"--graphs {graph}: only {', '.join(FAST_MATH_GRAPHS)} compute with "
@@ -138,7 +141,7 @@ def report(cells: list[dict], torch_ms: dict[str, float]) -> str:
 
     by_graph = {(c["network"], c["seed"], c["graph"]): timed_ms(c) for c in cells}
     for c in sorted(cells, key=lambda c: (c["network"], c["seed"],
-                                          GRAPHS.index(preparing(c["graph"])[0]), c["graph"])):
+                                          GRAPHS.index(base_graph(c["graph"])), c["graph"])):
         timed = timed_ms(c)
         ref = by_graph.get((c["network"], c["seed"], "exported"))
         exact = by_graph.get((c["network"], c["seed"], c["graph"] + EXACT))

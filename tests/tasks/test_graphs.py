@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from core.errors import TenforgeError
-from core.graphs import GRAPHS, MIXED_PRECISION
+from core.graphs import FAST_MATH_GRAPHS, GRAPHS, MIXED_PRECISION
 from tasks.sources import resolve_workload
 from tasks.workloads import exact_math, import_with_weights, split_into_tasks
 from tests.conftest import LOCAL_TARGET
@@ -564,8 +564,6 @@ def test_prepared_graphs_compute_exp_erf_and_tanh_by_fast_approximations(tmp_pat
     (tir.exp, tir.erf, tir.tanh, tir.sigmoid in the TIR); the float32 prepared graphs compute
     them with TOPI's polynomials, keep the functions' names, and compute what PyTorch does."""
     import tvm
-
-    from core.graphs import FAST_MATH_GRAPHS
 
     workload, x, want = user_network(tmp_path, "attention", FAST_MATH_CODE)
     library_calls = ("T.exp(", "T.erf(", "T.tanh(", "T.sigmoid(")
