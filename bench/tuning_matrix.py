@@ -50,6 +50,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            task; tasks.instant.samples_by_importance): w128's warm start took ~100 s of the
            150-320 s its cells needed to XGB's final on the Zen 4, and its picks fell 2-2.6x
            short of the final bests on the heaviest convolutions, not on the light tasks
+  warm-focus-pop4-w128-r13  w128 whose model refits on the search's measurements after every
+           round of 13 instead of every 64 (models.ms_adapter.REFIT_EVERY): a refit on 100-1,000
+           rows took 0.1-0.8 s on the Zen 4, and fine-tuning on a search's first N lifted the
+           model's top-1 on its later candidates by 0.05-0.13 (docs/cost-models.md, session 38)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -135,6 +139,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w64-evo-nchw16c",
             "warm-focus-pop4-wshare", "warm-focus-pop4-wshare-nchw8c",
             "warm-focus-pop4-wshare-nchw16c",
+            "warm-focus-pop4-w128-r13", "warm-focus-pop4-w128-r13-nchw8c",
+            "warm-focus-pop4-w128-r13-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -268,6 +274,8 @@ FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 
 SHARE_MEAN_SAMPLES = 64  # the -wshare variants' mean a task
 
+REFIT_EVERY_R13 = 13  # the -r13 variants: the model refits after every round of 13
+
 
 def warm_samples_of(variant: str) -> int:
     """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, on average
@@ -303,6 +311,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "round_scale": 2.0 if "-b2x" in variant else 0.5 if "-bhalf" in variant else 1.0,
         "warm_evolve": GENERATIONS if "-evo" in variant else 0,
         "warm_share": "-wshare" in variant,
+        "refit_every": REFIT_EVERY_R13 if "-r13" in variant else None,
     }
 
 
@@ -376,6 +385,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "warm_share": result.warm_share,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
+        "refit_every": settings["refit_every"],
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,

@@ -28,6 +28,9 @@ from models.registry import load_model
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
 
+# Measurements between refits (update() folds them in, a refit fine-tunes on all seen so far).
+REFIT_EVERY = 64
+
 # Instructions whose decision (and, for SampleCategorical, its candidate values) the trace
 # summary reads; every other instruction only counts.
 _DECIDED = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
@@ -67,7 +70,7 @@ class LearnedCostModel:
     """The logic, free of TVM types: features in, scores out; measurements folded in."""
 
     def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
-                 refit_every: int = 64, strategy: str | None = None):
+                 refit_every: int = REFIT_EVERY, strategy: str | None = None):
         self.base = model
         self.model = model
         self.hardware_name = hardware_name
@@ -127,7 +130,7 @@ class LearnedCostModel:
         self.refits += 1
 
 
-def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 64,
+def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = REFIT_EVERY,
                        strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate).

@@ -257,6 +257,10 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert {k: v for k, v in wide.items() if k != "round_scale"} == {
         k: v for k, v in cheap.items() if k != "round_scale"}
     assert cell_graph("net", "warm-focus-pop4-w128-b2x-nchw16c", "") == "nchw16c"
+    often = search_settings("warm-focus-pop4-w128-r13-nchw16c", args)
+    assert often["refit_every"] == 13 and cheap["refit_every"] is None  # None: REFIT_EVERY
+    assert {k: v for k, v in often.items() if k != "refit_every"} == {
+        k: v for k, v in cheap.items() if k != "refit_every"}
     assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
                                                       "") == "nchw16c"
     share = search_settings("instant-share-nchw8c", args)

@@ -133,7 +133,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_samples: int = WARM_SAMPLES,
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
-                 warm_share: bool = False) -> TuningResult:
+                 warm_share: bool = False, refit_every: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -173,6 +173,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     task is measured (tasks.model_evolution). `warm_share`: the warm start's `warm_samples` a
     task are a mean, spread by FLOPs x occurrences (tasks.instant.samples_by_importance), so
     the heaviest tasks rank up to 4x as many and the lightest 16.
+    `refit_every`: measurements a learned model folds in between refits on everything the
+    search measured (models.ms_adapter; default REFIT_EVERY, 64).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -184,6 +186,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     check_warm_start(warm_start, cost_model, scheduler)
+    if refit_every is not None:
+        from tasks.validation import check_positive_ints
+
+        check_positive_ints(refit_every=refit_every)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -232,9 +238,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     model: Any = "xgb"
     if cost_model != "xgb" and not instant:
         from models.feature_cache import DEFAULT_MAX_BYTES
-        from models.ms_adapter import learned_cost_model
+        from models.ms_adapter import REFIT_EVERY, learned_cost_model
 
-        model = learned_cost_model(cost_model, profile,
+        model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
                                    cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0)
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:

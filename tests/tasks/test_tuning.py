@@ -31,6 +31,16 @@ def test_select_tasks_keeps_one_task_and_checks_the_share():
         select_tasks(TASKS, 0.0)
 
 
+def test_a_refit_interval_below_one_is_refused_before_anything_is_imported(tmp_path):
+    from tasks.tuning import tune_network
+
+    for bad in (0, -13, 2.5):
+        with pytest.raises(TenforgeError, match="refit every must be a positive integer"):
+            tune_network("resnet18", None, tmp_path, trials=10, cost_model="some-model",
+                         refit_every=bad)
+    assert not any(tmp_path.iterdir())  # refused before a work folder was written
+
+
 def test_the_population_follows_the_rounds_batch_within_bounds():
     from tasks.tuning.contexts import round_batch, search_population
 
