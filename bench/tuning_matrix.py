@@ -53,7 +53,8 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-focus-pop4-w128-r13  w128 whose model refits on the search's measurements after every
            round of 13 instead of every 64 (models.ms_adapter.REFIT_EVERY): a refit on 100-1,000
            rows took 0.1-0.8 s on the Zen 4, and fine-tuning on a search's first N lifted the
-           model's top-1 on its later candidates by 0.05-0.13 (docs/cost-models.md, session 38)
+           model's top-1 on its later candidates by 0.05-0.13 (docs/cost-models.md, session 38).
+           Measured on mobilenet_v2 (Zen 4, 3 seeds): 3.50x median against 3.73x, within noise
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
