@@ -133,7 +133,7 @@ def main() -> None:
             results.append(result)
             reused = result.feature_cache or {}
             rows.append((label, seed, result.trials, round(result.search_s, 1),
-                         round(result.measure_s, 1),
+                         round(result.measure_s, 1), round(result.build_s, 1),
                          round(result.search_s - result.measure_s, 1),
                          round(result.search_cpu_s, 1),
                          f"{result.measure_s / result.search_s:.0%}", round(per_min, 1),
@@ -151,7 +151,8 @@ def main() -> None:
     print()
     print(f"collect path: {rate} candidates/min ({collected['measured']} candidates, "
           f"{args.collect} per task)")
-    print(format_table(["variant", "seed", "trials", "search s", "measuring s", "searching s",
+    print(format_table(["variant", "seed", "trials", "search s", "measuring s",
+                        "of it building s", "searching s",
                         "search CPU s",
                         "measuring", "trials/min", "vs collect", "features reused", "est. ms",
                         f"est. ms at {same_time:.0f} s"], rows))

@@ -391,6 +391,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
+        "build_s": round(result.build_s, 1),
         "wall_s": round(wall, 1), "search_threads": result.search_threads,
         "population": result.population, "tasks_total": result.tasks_total,
         "tasks_tuned": len(result.tasks_tuned),

@@ -96,7 +96,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         print(f"retune done: {s['network']} on {s['hardware']} with {s['cost_model']}: "
               f"{s['untuned_ms']} ms untuned -> {s['tuned_ms']} ms tuned ({s['speedup']}x) "
               f"after {s['trials']} trials in {s['search_s']} s ({s['trials_per_min']}/min, "
-              f"{s['measure_s']} s of it measuring; search ended by "
+              f"{s['measure_s']} s of it measuring, {s['build_s']} s of that building; "
+              "search ended by "
               f"{s['stop_reason']}"
               + (f"; {s['tasks_filled']} tasks it left unmeasured got the model's pick"
                  if s.get("tasks_filled") else "")

@@ -198,7 +198,8 @@ CREATE TABLE tuning_runs (
     search_cpu_s        DOUBLE,               -- this process's CPU seconds over search_s
     features_reused     BIGINT,               -- ranked candidates' features from the cache
     features_extracted  BIGINT,               -- and extracted (NULL: MetaSchedule's XGB)
-    warm_samples        INTEGER               -- a warm start ranked per task (NULL: none)
+    warm_samples        INTEGER,              -- a warm start ranked per task (NULL: none)
+    build_s             DOUBLE                -- of measure_s, compiling candidates
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -74,6 +74,9 @@ class Measurer:
         # Tasks whose reference output could not be made: never pay that failure again.
         self._no_reference: set[str] = set()
         self._artifacts = 0  # artifact file names of build_modules
+        # Wall seconds spent in build phases so far (the builds of a batch overlap: this is the
+        # batch's time, not the sum of its builds'); a tuning run splits its measuring with it.
+        self.build_s = 0.0
         # Start every worker now and together: their TVM imports overlap instead of queuing
         # behind the first build and the first run.
         starters = [threading.Thread(target=w.ensure_started)
@@ -124,10 +127,12 @@ class Measurer:
 
         threads = [threading.Thread(target=drain, args=(w,))
                    for w in self.builders[:len(requests)]]
+        started = time.monotonic()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        self.build_s += time.monotonic() - started
         return outcomes
 
     def _build_all(self, jobs: Sequence[MeasureJob]) -> dict[int, dict[str, Any]]:

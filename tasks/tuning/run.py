@@ -58,6 +58,7 @@ class TuningResult:
     warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
     transfer_sources: int = 0  # schedules of other tasks its candidates could be made from
     warm_evolve: int = 0  # generations of model-only evolution on each task's first ranking
+    build_s: float = 0.0  # of measure_s, compiling candidates (the rest: running them)
     warm_share: bool = False  # its warm samples went by FLOPs x occurrences, warm_samples the mean
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
@@ -304,13 +305,15 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                 filled = []
         search_s = time.monotonic() - log.started
         search_cpu_s = time.process_time() - cpu_started
+        build_s = measurer.build_s  # the untuned run before the search built nothing here
         cache = getattr(model, "feature_cache", None)
         if cache is not None and cache.hits + cache.misses:
             report(f"features of {cache.hits} of {cache.hits + cache.misses} candidates ranked "
                    "came from the feature cache (programs ranked before)")
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
-               f"{search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
+               f"{build_s:.0f} s of it building; {search_s - log.measure_s:.0f} s searching on "
+               f"{search_threads} threads); "
                "compiling with the best schedules found")
         try:
             tuned = measurer.run_network(relax_json, str(work_dir), repeat=e2e_repeat)
@@ -322,6 +325,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
         errors=log.errors, search_s=search_s, measure_s=log.measure_s, search_cpu_s=search_cpu_s,
+        build_s=build_s,
         search_threads=search_threads, population=population, stop_reason=log.final_reason(),
         estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
         database_dir=str(work_dir), network_hash=structural_hash_hex(relax_mod),

@@ -71,13 +71,14 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     # where the time went: measuring is part of the search's wall time, never all of it, and
     # the search ran on every core this process may use (measuring never overlaps it)
     assert 0 < run["measure_s"] < run["search_s"]
+    assert 0 < run["build_s"] < run["measure_s"]  # measuring is compiling, then running
     assert 0 < run["search_cpu_s"]  # the search's own CPU work, in this process
     # the learned model ranked programs again (the ones it measured, at least): reused features
     assert run["features_reused"] > 0 and run["features_extracted"] > 0
     assert run["population"] == run["search_population"] == 32  # as asked (--population)
     assert run["search_threads"] == len(os.sched_getaffinity(0))
-    assert re.search(r"\(\d+ s building and running candidates, \d+ s searching on \d+ "
-                     r"threads\)", said)
+    assert re.search(r"\(\d+ s building and running candidates, \d+ s of it building; \d+ s "
+                     r"searching on \d+ threads\)", said)
     assert manifest["tuning_id"] == run["tuning_id"] and manifest["scheduled_functions"] == 2
     records = Path(run["database_dir"]) / "database_tuning_record.json"
     assert len(records.read_text().splitlines()) == 16  # exported MetaSchedule database
