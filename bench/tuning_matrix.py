@@ -146,6 +146,10 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
+# ... and while searching: its search-time speedups are (a baseline cell's too, every variant's
+# against it). On the 2-vCPU Zen 4, MetaSchedule's mobilenet_v2 searches took 797 and 896 s
+# with vCPU 1 72-100% busy, against 649-676 s with it idle (docs/tuning-results.md, session 44).
+BUSY_SEARCH = 0.25
 
 
 def step_curve(points: list[Any]) -> list[list[float]]:
@@ -596,9 +600,23 @@ def neighbours(cells: list[dict[str, Any]]) -> str:
     def shown(share: float | None) -> str:
         return "n/a" if share is None else f"{share:.0%}"
 
-    timing = most("timing")
+    search, timing = most("search"), most("timing")
+    search_flag = " suspect" if search is not None and search > BUSY_SEARCH else ""
     flag = " suspect" if timing is not None and timing > BUSY_TIMING else ""
-    return f"{shown(most('search'))} / {shown(timing)}{flag}"
+    return f"{shown(search)}{search_flag} / {shown(timing)}{flag}"
+
+
+def busy_searches(cells: list[dict[str, Any]]) -> list[str]:
+    """A line per cell that searched with the other vCPUs more than BUSY_SEARCH busy: its
+    search times, and so the speedups measured with it (as variant or as baseline), are
+    suspect. The line says which to rerun."""
+    busy = [c for c in cells
+            if (c.get("other_cpus_busy", {}).get("search") or 0) > BUSY_SEARCH]
+    head = (f"Cells that searched with the other vCPUs more than {BUSY_SEARCH:.0%} busy (their "
+            f"search-time speedups are suspect: rerun them): {len(busy)}" + (":" if busy else "."))
+    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: "
+                    f"{c['other_cpus_busy']['search']:.0%} busy, {c['search_s']:.0f} s"
+                    for c in busy)]
 
 
 def report(args: argparse.Namespace) -> None:
@@ -676,12 +694,15 @@ def report(args: argparse.Namespace) -> None:
         "it searched, and while it timed the tuned network and PyTorch (bench/cpu_contention.py;",
         "before each of those two timings a cell waits, up to 15 minutes, for a 5 s window with",
         "the others at most 10% busy);",
-        f"a timing share over {BUSY_TIMING:.0%} makes that cell's ms columns suspect: rerun it "
+        (f"a timing share over {BUSY_TIMING:.0%} makes that cell's ms columns suspect, a "
+         f"search share over {BUSY_SEARCH:.0%} its"),
+        "search-time columns (and every variant's against it, if it is the baseline): rerun it",
         "(delete its file). n/a: a cell from before this was recorded.",
         "",
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median)]
+    lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median),
+              "", *busy_searches(cells)]
     db = args.db or str(Path(args.work) / "seed.duckdb")
     if Path(db).exists():
         lines += ["", "The learned model held out whole networks, not their layers:", "",

@@ -129,6 +129,23 @@ def test_the_other_cpus_busy_share_counts_only_cpus_outside_the_affinity():
     cells = [{"other_cpus_busy": {"search": 0.05, "timing": 0.6}}, {}]
     assert neighbours(cells) == "5% / 60% suspect"
     assert neighbours([{}]) == "n/a / n/a"
+    cells.append({"other_cpus_busy": {"search": 0.72, "timing": 0.01}})
+    assert neighbours(cells) == "72% suspect / 60% suspect"
+
+
+def test_the_report_names_cells_that_searched_beside_a_busy_vcpu():
+    from bench.tuning_matrix import busy_searches
+
+    cells = [{"network": "mobilenet_v2", "variant": "ms-xgb-nchw16c", "seed": 1,
+              "search_s": 895.5, "other_cpus_busy": {"search": 0.724, "timing": 0.006}},
+             {"network": "mobilenet_v2", "variant": "ms-xgb-nchw16c", "seed": 2,
+              "search_s": 649.2, "other_cpus_busy": {"search": 0.007, "timing": 0.004}},
+             {"network": "bert", "variant": "warm", "seed": 0, "search_s": 500.0}]  # older
+    assert busy_searches(cells) == [
+        ("Cells that searched with the other vCPUs more than 25% busy (their search-time "
+         "speedups are suspect: rerun them): 1:"),
+        "- mobilenet_v2 ms-xgb-nchw16c s1: 72% busy, 896 s"]
+    assert busy_searches(cells[1:])[0].endswith(": 0.")
 
 
 def test_a_cells_write_back_has_a_stable_run_id_and_skips_a_cell_without_its_database(
