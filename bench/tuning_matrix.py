@@ -148,7 +148,8 @@ NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect
 # ... and while searching: its search-time speedups are (a baseline cell's too, every variant's
 # against it). On the 2-vCPU Zen 4, MetaSchedule's mobilenet_v2 searches took 797 and 896 s
-# with vCPU 1 72-100% busy, against 649-676 s with it idle (docs/tuning-results.md, session 44).
+# with vCPU 1 72-100% busy, against 635-716 s in five with it idle (docs/tuning-results.md,
+# forty-fourth session).
 BUSY_SEARCH = 0.25
 
 
