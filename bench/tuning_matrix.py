@@ -598,13 +598,12 @@ def neighbours(cells: list[dict[str, Any]]) -> str:
                  if v is not None]
         return max(known) if known else None
 
-    def shown(share: float | None) -> str:
-        return "n/a" if share is None else f"{share:.0%}"
+    def shown(share: float | None, bound: float) -> str:
+        if share is None:
+            return "n/a"
+        return f"{share:.0%}" + (" suspect" if share > bound else "")
 
-    search, timing = most("search"), most("timing")
-    search_flag = " suspect" if search is not None and search > BUSY_SEARCH else ""
-    flag = " suspect" if timing is not None and timing > BUSY_TIMING else ""
-    return f"{shown(search)}{search_flag} / {shown(timing)}{flag}"
+    return f"{shown(most('search'), BUSY_SEARCH)} / {shown(most('timing'), BUSY_TIMING)}"
 
 
 def busy_searches(cells: list[dict[str, Any]]) -> list[str]:
