@@ -55,6 +55,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            rows took 0.1-0.8 s on the Zen 4, and fine-tuning on a search's first N lifted the
            model's top-1 on its later candidates by 0.05-0.13 (docs/cost-models.md, session 38).
            Measured on mobilenet_v2 (Zen 4, 3 seeds): 3.50x median against 3.73x, within noise
+  warm-focus-pop4-w128-gain  w128 whose rounds go where tenforge's expected-gain rule says
+           (tasks.schedulers, gain: weight x best x the task's recent relative improvement; a
+           stalled task fades as 1 / its turns squared) instead of MetaSchedule's gradient rule,
+           whose best / turns term (80% of it) keeps handing a heavy task that stopped
+           improving a share of the rounds in proportion to its weighted latency
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -305,7 +310,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "trials": args.instant_trials if share else args.top if instant else args.trials,
         "minutes": args.instant_minutes if share else None if instant else args.minutes,
-        "scheduler": "instant" if instant else "gradient",
+        "scheduler": "instant" if instant else "gain" if "-gain" in variant else "gradient",
         "population": args.samples if instant else None,
         "instant_top": args.top if instant else None,
         "warm_start": args.warm if variant.startswith("warm") else None,
@@ -392,6 +397,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],
+        "scheduler": settings["scheduler"],  # cells before 2026-11-27 21:00: gradient (or instant)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,

@@ -278,6 +278,10 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert often["refit_every"] == 13 and cheap["refit_every"] is None  # None: REFIT_EVERY
     assert {k: v for k, v in often.items() if k != "refit_every"} == {
         k: v for k, v in cheap.items() if k != "refit_every"}
+    greedy = search_settings("warm-focus-pop4-w128-gain-nchw16c", args)
+    assert greedy["scheduler"] == "gain" and cheap["scheduler"] == "gradient"
+    assert {k: v for k, v in greedy.items() if k != "scheduler"} == {
+        k: v for k, v in cheap.items() if k != "scheduler"}
     assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
                                                       "") == "nchw16c"
     share = search_settings("instant-share-nchw8c", args)

@@ -188,11 +188,14 @@ def test_every_scheduler_survives_tasks_that_run_out_of_candidates(scheduler, tm
     assert len(batches) == n_tasks and log.trials == 4 * n_tasks
 
 
+@pytest.mark.parametrize("scheduler", ["gradient", "gain"])
 @pytest.mark.parametrize("focus", [False, True])
-def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(focus, tmp_path):
+def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(focus, scheduler,
+                                                                              tmp_path):
     """Tasks 0-3 were warm-started (task 2 weighs 10x), task 4's warm picks all failed. Three
-    batches: MetaSchedule's blind pass gives them to tasks 0, 1, 2 in order; focused, the
-    unmeasured task 4 gets its first batch and the gradient rule sends the rest to task 2."""
+    batches: MetaSchedule's blind pass (gain: each unseen task's first turn) gives them to
+    tasks 0, 1, 2 in order; focused, the unmeasured task 4 gets its first batch and the rule
+    sends the rest to task 2."""
     from tvm.s_tir import meta_schedule as ms
 
     from tasks.schedulers import create_scheduler
@@ -210,7 +213,7 @@ def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(fo
                   max_trials_global=12, num_trials_per_iter=4, builder=fake_builder(),
                   runner=fake_runner(0.0, []), database=ms.database.MemoryDatabase(),
                   cost_model="random", measure_callbacks=[_recorder(log)],
-                  task_scheduler=create_scheduler("gradient", log, seed=0, focus=focus))
+                  task_scheduler=create_scheduler(scheduler, log, seed=0, focus=focus))
     searched = [after - before for after, before in zip(log.context_trials, warm)]
     assert searched == ([0, 0, 8, 0, 4] if focus else [4, 4, 4, 0, 0])
 
