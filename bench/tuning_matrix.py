@@ -56,10 +56,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            model's top-1 on its later candidates by 0.05-0.13 (docs/cost-models.md, session 38).
            Measured on mobilenet_v2 (Zen 4, 3 seeds): 3.50x median against 3.73x, within noise
   warm-focus-pop4-w128-gain  w128 whose rounds go where tenforge's expected-gain rule says
-           (tasks.schedulers, gain: weight x best x the task's recent relative improvement; a
-           stalled task fades as 1 / its turns squared) instead of MetaSchedule's gradient rule,
-           whose best / turns term (80% of it) keeps handing a heavy task that stopped
-           improving a share of the rounds in proportion to its weighted latency
+           (tasks.schedulers, gain: weight x best x the larger of the task's relative
+           improvement over its last two turns and 0.05 / its turns) instead of MetaSchedule's
+           gradient rule, 80% of which is weight x best / turns: rounds in proportion to a
+           task's weighted latency whether it still improves or not. Gain keeps a task that
+           is improving until it stalls
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
