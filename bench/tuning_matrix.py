@@ -148,6 +148,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-wshare-nchw16c",
             "warm-focus-pop4-w128-r13", "warm-focus-pop4-w128-r13-nchw8c",
             "warm-focus-pop4-w128-r13-nchw16c",
+            "warm-focus-pop4-w128-gain", "warm-focus-pop4-w128-gain-nchw8c",
+            "warm-focus-pop4-w128-gain-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate

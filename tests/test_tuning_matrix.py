@@ -278,6 +278,9 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert often["refit_every"] == 13 and cheap["refit_every"] is None  # None: REFIT_EVERY
     assert {k: v for k, v in often.items() if k != "refit_every"} == {
         k: v for k, v in cheap.items() if k != "refit_every"}
+    from bench.tuning_matrix import VARIANTS
+
+    assert "warm-focus-pop4-w128-gain-nchw16c" in VARIANTS  # a cell of it can be asked for
     greedy = search_settings("warm-focus-pop4-w128-gain-nchw16c", args)
     assert greedy["scheduler"] == "gain" and cheap["scheduler"] == "gradient"
     assert {k: v for k, v in greedy.items() if k != "scheduler"} == {
