@@ -281,6 +281,11 @@ def test_each_variant_sets_only_its_own_search_setting():
     from bench.tuning_matrix import VARIANTS
 
     assert "warm-focus-pop4-w128-gain-nchw16c" in VARIANTS  # a cell of it can be asked for
+    assert "warm-focus-pop4-w128-g2-nchw16c" in VARIANTS
+    lighter = search_settings("warm-focus-pop4-w128-g2-nchw16c", args)
+    assert lighter["genetic_iters"] == 2 and lighter["warm_samples"] == 128
+    assert {k: v for k, v in lighter.items() if k != "genetic_iters"} == {
+        k: v for k, v in cheap.items() if k != "genetic_iters"}
     greedy = search_settings("warm-focus-pop4-w128-gain-nchw16c", args)
     assert greedy["scheduler"] == "gain" and cheap["scheduler"] == "gradient"
     assert {k: v for k, v in greedy.items() if k != "scheduler"} == {
