@@ -66,8 +66,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-focus-pop4-w128-g2  w128 with g2's 2 mutation rounds: on the Zen 4 a learned round
            spent about as long evolving and ranking (0.24 s a measured trial) as measuring
            (0.22 s), so halving the evolution makes a trial ~20% cheaper if its picks hold up.
-           Measured on mobilenet_v2 (Zen 4, seeds 0, 1): 2.90x against 2.84x, a wash: a third
-           less search outside measuring, but 487-513 trials to XGB's final against 409-435
+           Measured on mobilenet_v2 (Zen 4, 5 seeds): 2.80x against 2.63x (4 seeds of 5), but
+           weaker picks (trial speedup 1.99 against 2.29) and a higher final: tuned 9.44 ms
+           against 8.27 (median)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
