@@ -243,7 +243,10 @@ def test_the_report_names_cells_whose_two_timings_disagree():
 
 
 def test_each_variant_sets_only_its_own_search_setting():
-    from bench.tuning_matrix import cell_graph, main_parser, search_settings
+    from bench.tuning_matrix import VARIANTS, cell_graph, main_parser, search_settings
+
+    def without(settings: dict, key: str) -> dict:  # every other setting, to compare with w128's
+        return {k: v for k, v in settings.items() if k != key}
 
     args = main_parser().parse_args(["--lean-batch", "6", "--warm", "3"])
     lean = search_settings("lean-nchw8c", args)
@@ -271,25 +274,19 @@ def test_each_variant_sets_only_its_own_search_setting():
     wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
     assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
     assert search_settings("warm-focus-pop4-w128-bhalf-nchw16c", args)["round_scale"] == 0.5
-    assert {k: v for k, v in wide.items() if k != "round_scale"} == {
-        k: v for k, v in cheap.items() if k != "round_scale"}
+    assert without(wide, "round_scale") == without(cheap, "round_scale")
     assert cell_graph("net", "warm-focus-pop4-w128-b2x-nchw16c", "") == "nchw16c"
     often = search_settings("warm-focus-pop4-w128-r13-nchw16c", args)
     assert often["refit_every"] == 13 and cheap["refit_every"] is None  # None: REFIT_EVERY
-    assert {k: v for k, v in often.items() if k != "refit_every"} == {
-        k: v for k, v in cheap.items() if k != "refit_every"}
-    from bench.tuning_matrix import VARIANTS
-
+    assert without(often, "refit_every") == without(cheap, "refit_every")
     assert "warm-focus-pop4-w128-gain-nchw16c" in VARIANTS  # a cell of it can be asked for
     assert "warm-focus-pop4-w128-g2-nchw16c" in VARIANTS
     lighter = search_settings("warm-focus-pop4-w128-g2-nchw16c", args)
     assert lighter["genetic_iters"] == 2 and lighter["warm_samples"] == 128
-    assert {k: v for k, v in lighter.items() if k != "genetic_iters"} == {
-        k: v for k, v in cheap.items() if k != "genetic_iters"}
+    assert without(lighter, "genetic_iters") == without(cheap, "genetic_iters")
     greedy = search_settings("warm-focus-pop4-w128-gain-nchw16c", args)
     assert greedy["scheduler"] == "gain" and cheap["scheduler"] == "gradient"
-    assert {k: v for k, v in greedy.items() if k != "scheduler"} == {
-        k: v for k, v in cheap.items() if k != "scheduler"}
+    assert without(greedy, "scheduler") == without(cheap, "scheduler")
     assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
                                                       "") == "nchw16c"
     share = search_settings("instant-share-nchw8c", args)
