@@ -48,7 +48,8 @@ def variants(families: list[str], feature_sets: list[str] | None = None,
     """(name, family, params): each family on per-store features, with the trace summary, and
     with its tile block too (or the `feature_sets` named), then each recipe of `also` (`bagged`:
     a bag of five lgbm, each with the feature set or recipe)."""
-    recipes = {name: FEATURE_SETS[name] for name in feature_sets or FEATURE_SETS}
+    recipes = {name: FEATURE_SETS[name]
+               for name in (FEATURE_SETS if feature_sets is None else feature_sets)}
     recipes.update(also or {})
     out = []
     for family in families:
@@ -73,6 +74,8 @@ def parse_recipe(text: str) -> tuple[str, dict]:
 
 
 def check_feature_sets(names: list[str]) -> list[str]:
+    if names == ["none"]:  # only the --also recipes (and MetaSchedule's XGB)
+        return []
     unknown = [name for name in names if name not in FEATURE_SETS]
     if unknown:
         raise SystemExit(f"--feature-sets: unknown {', '.join(map(repr, unknown))}; choose "
@@ -88,7 +91,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--families", default="xgb,lgbm")
     parser.add_argument("--json", help="also write every run's numbers here")
-    parser.add_argument("--feature-sets", help="comma-separated FEATURE_SETS names (default: all)")
+    parser.add_argument("--feature-sets", help="comma-separated FEATURE_SETS names (default: "
+                        "all; none: only the --also recipes)")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=JSON",
                         help="a recipe beside the feature sets: NAME={tree model params}")
     args = parser.parse_args()

@@ -36,16 +36,31 @@ class TreeConfig(ModelConfig):
     # little more than measurement noise. 0: every task alike (docs/cost-models.md: 0.25 gave
     # +0.035 held-out peak@1, higher on 6 of 6 splits, and +0.008 median network top-1).
     task_weight_power: float = 0.0
+    # LightGBM's lambdarank: how far down its own ranking a task's pairs count (LightGBM's
+    # default, 30, is about a whole task of 32 random samples), and the NDCG gain of a label
+    # level, level^gain_power (1: linear in best / latency, which is what the top-1 score
+    # charges). A low truncation or a gain power above 1 spends the trees on the top picks.
+    rank_truncation: int = 30
+    main_store: bool = False  # append the busiest store's own row (Dataset.main_store)
+    store_max: bool = False  # append the per-store features' maximum over stores
+    gain_power: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0.0 <= self.task_weight_power <= 2.0:
             raise TenforgeError(f"task_weight_power {self.task_weight_power} is out of range; "
                                 "give 0 (tasks alike) to 2")
+        if self.rank_truncation < 1:
+            raise TenforgeError(f"rank_truncation {self.rank_truncation} is out of range; "
+                                "give the positions of a task's ranking that count, 1 or more")
+        if not 0.0 < self.gain_power <= 4.0:
+            raise TenforgeError(f"gain_power {self.gain_power} is out of range; give a power "
+                                "above 0 and at most 4 (1: gains linear in the label)")
 
 
 def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
-                with_tiles: bool = False) -> np.ndarray:
+                with_tiles: bool = False, main_store: bool = False,
+                store_max: bool = False) -> np.ndarray:
     parts = [data.pack_sum()]
     if with_hardware:
         parts.append(hardware_inputs(data))
@@ -58,13 +73,17 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
         parts.append(data.trace[:, SUMMARY_DIM:])
         parts.append(tile_hardware_columns(
             data.trace, data.hardware_features[data.candidate_hardware()]))
+    if main_store:
+        parts.append(data.main_store())
+    if store_max:
+        parts.append(data.store_max())
     return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
 def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
     """tree_inputs as `config` asks for them."""
     return tree_inputs(data, config.hardware_features, config.trace_features,
-                       config.tile_features)
+                       config.tile_features, config.main_store, config.store_max)
 
 
 def task_weights(data: Dataset, power: float) -> np.ndarray:
@@ -226,7 +245,10 @@ class LGBMCostModel(_BoostedCostModel):
                   "num_threads": THREADS, "verbosity": -1, "deterministic": True,
                   "force_row_wise": True}
         if c.loss == "rank":
-            params["label_gain"] = list(range(self.RELEVANCE_LEVELS + 1))
+            top = self.RELEVANCE_LEVELS
+            params["label_gain"] = [top * (level / top) ** c.gain_power
+                                    for level in range(top + 1)]
+            params["lambdarank_truncation_level"] = c.rank_truncation
         return params
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,

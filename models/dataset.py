@@ -27,6 +27,7 @@ import numpy as np
 from core.errors import TenforgeError
 
 FEATURE_DIM = 164  # MetaSchedule's PerStoreFeature without the workload part
+ARITHMETIC_COLUMNS = 16  # its first group: float, int, bool and select op counts
 CANDIDATE_SOURCES = ("sampled", "tuning", "imported")  # candidates.source (storage/schema.sql)
 
 
@@ -107,6 +108,32 @@ class Dataset:
         out = np.zeros((len(self), self.store_features.shape[1]), np.float32)
         owner = np.repeat(np.arange(len(self)), self.n_stores())
         np.add.at(out, owner, self.store_features)
+        return out
+
+    def main_store(self) -> np.ndarray:
+        """Each candidate's busiest store row [n, 164]: the one with the most arithmetic
+        (PerStoreFeature's first 16 columns, op counts), e.g. a convolution's accumulation
+        into its output or write cache, apart from the padding and layout stores the pack-sum
+        mixes it with; zeros for a candidate with no store."""
+        out = np.zeros((len(self), self.store_features.shape[1]), np.float32)
+        sizes = self.n_stores()
+        if not sizes.any():
+            return out
+        owner = np.repeat(np.arange(len(self)), sizes)
+        arithmetic = self.store_features[:, :ARITHMETIC_COLUMNS].sum(1)
+        order = np.lexsort((-arithmetic, owner))  # by candidate, busiest store first
+        first = order[np.r_[0, np.flatnonzero(np.diff(owner[order])) + 1]]
+        out[owner[first]] = self.store_features[first]
+        return out
+
+    def store_max(self) -> np.ndarray:
+        """Per-store features' maximum over a candidate's stores [n, 164]; zeros where none."""
+        out = np.zeros((len(self), self.store_features.shape[1]), np.float32)
+        sizes = self.n_stores()
+        some = sizes > 0
+        if some.any():
+            out[some] = np.maximum.reduceat(self.store_features,
+                                            self.store_offsets[:-1][some], axis=0)
         return out
 
     def candidate_hardware(self) -> np.ndarray:

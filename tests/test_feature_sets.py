@@ -44,6 +44,8 @@ def test_the_bench_takes_chosen_feature_sets_and_recipes_beside_them():
                           "metaschedule_xgb per-store"]
     assert rows["bagged weights 0.25"] == ("bagged", {"member_params": params})
     create_model("bagged", **rows["bagged weights 0.25"][1])  # the params build a model
+    only = [n for n, _, _ in variants(["lgbm"], check_feature_sets(["none"]), {name: params})]
+    assert only == ["lgbm weights 0.25", "metaschedule_xgb per-store"]  # none: the recipes alone
 
 
 @pytest.mark.parametrize("text", ["weights", "weights=[1]", "={}", "w={not json"])
