@@ -13,7 +13,7 @@ import xgboost as xgb
 from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import Dataset
-from models.trace_features import SUMMARY_DIM, tile_hardware_columns
+from models.trace_features import SUMMARY_DIM, input_width, tile_hardware_columns
 
 THREADS = 2  # this machine kind has 2 cores; more threads only add contention
 
@@ -78,6 +78,14 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
     if store_max:
         parts.append(data.store_max())
     return np.hstack(parts) if len(parts) > 1 else parts[0]
+
+
+def columns_besides_hardware(config: TreeConfig, store_dim: int) -> int:
+    """How many of `config`'s input columns are not hardware features (tree_inputs' order:
+    pack-sum, hardware, trace and tiles, main store, store max): what the hardware width of a
+    saved booster is found from."""
+    stores = 1 + int(config.main_store) + int(config.store_max)
+    return stores * store_dim + input_width(config.trace_features, config.tile_features)
 
 
 def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:

@@ -122,12 +122,9 @@ def check_transferable(parent: CostModel, target: Dataset) -> None:
     if hw_dim is None and booster is not None and uses_hw_features(parent):
         total = booster.num_features() if hasattr(booster, "num_features") else \
             booster.num_feature()
-        hw_dim = total - target.store_features.shape[1]
-        if parent.takes_traces:  # the trace columns follow the hardware features
-            from models.trace_features import input_width
+        from models._trees import columns_besides_hardware
 
-            hw_dim -= input_width(getattr(parent.config, "trace_features", False),
-                                  getattr(parent.config, "tile_features", False))
+        hw_dim = total - columns_besides_hardware(parent.config, target.store_features.shape[1])
     uses_hw = getattr(parent.config, "hardware_features", False)
     if uses_hw and hw_dim not in (None, 0) and target.hardware_features.shape[1] != hw_dim:
         raise TenforgeError(f"the parent {parent.kind} model was built for {hw_dim} hardware "

@@ -26,6 +26,8 @@ def parents(tmp_path_factory):
                                ("mlp_heads", "mlp", {**NEURAL, "head_per_hardware": True}),
                                ("xgb", "xgb", {"n_estimators": 40}),
                                ("lgbm", "lgbm", {"n_estimators": 40}),
+                               ("lgbm_stores", "lgbm", {"n_estimators": 40, "main_store": True,
+                                                        "store_max": True}),
                                ("ms", "metaschedule_xgb", {})]:
         model = create_model(kind, **params)
         model.fit(SOURCE)
@@ -36,6 +38,7 @@ def parents(tmp_path_factory):
 @pytest.mark.parametrize("parent, strategy", [
     ("mlp", "full"), ("mlp", "head"), ("mlp", "residual"), ("mlp_heads", "multi_head"),
     ("xgb", "full"), ("lgbm", "full"), ("xgb", "residual"), ("ms", "residual"),
+    ("lgbm_stores", "full"),  # the store blocks' columns are not taken for hardware features
 ])
 def test_strategy_makes_a_new_model_and_keeps_the_parent(parents, parent, strategy, tmp_path):
     on_source = load_model(parents[parent]).predict(SOURCE)
@@ -76,7 +79,7 @@ def test_impossible_transfers_are_refused(parents, parent, strategy, message):
         fine_tune(parents[parent], strategy, TARGET)
 
 
-@pytest.mark.parametrize("parent", ["mlp", "xgb", "lgbm"])
+@pytest.mark.parametrize("parent", ["mlp", "xgb", "lgbm", "lgbm_stores"])
 def test_target_with_other_hardware_features_is_refused(parents, parent):
     other = replace(TARGET, hardware_features=np.ones((2, 7), np.float32))
     with pytest.raises(TenforgeError, match="built for 19 hardware features; profile .* has 7"):
