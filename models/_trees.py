@@ -36,13 +36,16 @@ class TreeConfig(ModelConfig):
     # little more than measurement noise. 0: every task alike (docs/cost-models.md: 0.25 gave
     # +0.035 held-out peak@1, higher on 6 of 6 splits, and +0.008 median network top-1).
     task_weight_power: float = 0.0
+    # Beside the pack-sum: the busiest store's own row (Dataset.main_store), and the per-store
+    # features' maximum over stores (docs/cost-models.md, session 46)
+    main_store: bool = False
+    store_max: bool = False
     # LightGBM's lambdarank: how far down its own ranking a task's pairs count (LightGBM's
     # default, 30, is about a whole task of 32 random samples), and the NDCG gain of a label
     # level, level^gain_power (1: linear in best / latency, which is what the top-1 score
-    # charges). A low truncation or a gain power above 1 spends the trees on the top picks.
+    # charges). A low truncation or a gain power above 1 spends the trees on the top picks; on
+    # held-out networks both ranked worse (truncation 5 and 10, power 2: docs/cost-models.md).
     rank_truncation: int = 30
-    main_store: bool = False  # append the busiest store's own row (Dataset.main_store)
-    store_max: bool = False  # append the per-store features' maximum over stores
     gain_power: float = 1.0
 
     def __post_init__(self) -> None:
