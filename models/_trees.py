@@ -3,7 +3,7 @@ TenSet's XGBoost baseline), with XGBoost or LightGBM, regression or ranking loss
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import lightgbm as lgb
@@ -13,7 +13,7 @@ import xgboost as xgb
 from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import Dataset
-from models.trace_features import SUMMARY_DIM, input_width, tile_hardware_columns
+from models.trace_features import SUMMARY_DIM, tile_hardware_columns
 
 THREADS = 2  # this machine kind has 2 cores; more threads only add contention
 
@@ -83,12 +83,13 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
     return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
-def columns_besides_hardware(config: TreeConfig, store_dim: int) -> int:
-    """How many of `config`'s input columns are not hardware features (tree_inputs' order:
-    pack-sum, hardware, trace and tiles, main store, store max): what the hardware width of a
-    saved booster is found from."""
-    stores = 1 + int(config.main_store) + int(config.store_max)
-    return stores * store_dim + input_width(config.trace_features, config.tile_features)
+def columns_besides_hardware(config: TreeConfig, data: Dataset) -> int:
+    """How many of `config`'s input columns are not hardware features, on `data`'s features:
+    what the hardware width of a saved booster is found from. Counted by building the inputs
+    without hardware for none of `data`'s rows, so it cannot drift from tree_inputs (a count
+    kept beside it once missed a new block and refused every refit)."""
+    no_rows = data.subset(np.arange(0))
+    return config_inputs(no_rows, replace(config, hardware_features=False)).shape[1]
 
 
 def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:

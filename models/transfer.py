@@ -124,7 +124,7 @@ def check_transferable(parent: CostModel, target: Dataset) -> None:
             booster.num_feature()
         from models._trees import columns_besides_hardware
 
-        hw_dim = total - columns_besides_hardware(parent.config, target.store_features.shape[1])
+        hw_dim = total - columns_besides_hardware(parent.config, target)
     uses_hw = getattr(parent.config, "hardware_features", False)
     if uses_hw and hw_dim not in (None, 0) and target.hardware_features.shape[1] != hw_dim:
         raise TenforgeError(f"the parent {parent.kind} model was built for {hw_dim} hardware "
