@@ -36,10 +36,18 @@ class TreeConfig(ModelConfig):
     # little more than measurement noise. 0: every task alike (docs/cost-models.md: 0.25 gave
     # +0.035 held-out peak@1, higher on 6 of 6 splits, and +0.008 median network top-1).
     task_weight_power: float = 0.0
+    # The same when fine-tuning (a search's refits, onboarding); None: task_weight_power.
+    # Weights follow a task's best latency, which on one profile's search-biased rows is the
+    # search's own progress (docs/tuning-results.md, session 46: unweighted refits ranked a
+    # search's later candidates +0.02 top-1 better).
+    fine_tune_task_weight_power: float | None = None
     # Beside the pack-sum: the busiest store's own row (Dataset.main_store), and the per-store
     # features' maximum over stores (docs/cost-models.md, session 46)
     main_store: bool = False
     store_max: bool = False
+    # And the pack-sum less its task's mean (Dataset.task_centred): how a candidate differs
+    # from the others it is ranked against (docs/cost-models.md, session 47)
+    task_centred: bool = False
     # LightGBM's lambdarank: how far down its own ranking a task's pairs count (LightGBM's
     # default, 30, is about a whole task of 32 random samples), and the NDCG gain of a label
     # level, level^gain_power (1: linear in best / latency, which is what the top-1 score
@@ -50,9 +58,11 @@ class TreeConfig(ModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.task_weight_power <= 2.0:
-            raise TenforgeError(f"task_weight_power {self.task_weight_power} is out of range; "
-                                "give 0 (tasks alike) to 2")
+        for name in ("task_weight_power", "fine_tune_task_weight_power"):
+            power = getattr(self, name)
+            if power is not None and not 0.0 <= power <= 2.0:
+                raise TenforgeError(f"{name} {power} is out of range; give 0 (tasks alike) "
+                                    "to 2")
         if self.rank_truncation < 1:
             raise TenforgeError(f"rank_truncation {self.rank_truncation} is out of range; "
                                 "give the positions of a task's ranking that count, 1 or more")
@@ -63,8 +73,9 @@ class TreeConfig(ModelConfig):
 
 def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
                 with_tiles: bool = False, main_store: bool = False,
-                store_max: bool = False) -> np.ndarray:
-    parts = [data.pack_sum()]
+                store_max: bool = False, task_centred: bool = False) -> np.ndarray:
+    pack_sum = data.pack_sum()
+    parts = [pack_sum]
     if with_hardware:
         parts.append(hardware_inputs(data))
     if (with_trace or with_tiles) and data.trace is None:
@@ -80,6 +91,8 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
         parts.append(data.main_store())
     if store_max:
         parts.append(data.store_max())
+    if task_centred:
+        parts.append(data.task_centred(pack_sum))
     return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
@@ -95,7 +108,8 @@ def columns_besides_hardware(config: TreeConfig, data: Dataset) -> int:
 def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
     """tree_inputs as `config` asks for them."""
     return tree_inputs(data, config.hardware_features, config.trace_features,
-                       config.tile_features, config.main_store, config.store_max)
+                       config.tile_features, config.main_store, config.store_max,
+                       config.task_centred)
 
 
 def task_weights(data: Dataset, power: float) -> np.ndarray:
@@ -115,11 +129,18 @@ def task_weights(data: Dataset, power: float) -> np.ndarray:
     return weights
 
 
-def _row_weights(data: Dataset, config: TreeConfig, order: np.ndarray) -> np.ndarray | None:
-    """task_weights for each row in `order` (None when the config weighs tasks alike)."""
-    if not config.task_weight_power:
+def weight_power(config: TreeConfig, fine_tuning: bool) -> float:
+    """The task-weight power of a fit (fine_tuning False) or of a fine-tune."""
+    if fine_tuning and config.fine_tune_task_weight_power is not None:
+        return config.fine_tune_task_weight_power
+    return config.task_weight_power
+
+
+def _row_weights(data: Dataset, power: float, order: np.ndarray) -> np.ndarray | None:
+    """task_weights for each row in `order` (None when power 0 weighs tasks alike)."""
+    if not power:
         return None
-    return task_weights(data, config.task_weight_power)[data.group[order]]
+    return task_weights(data, power)[data.group[order]]
 
 
 def _group_sorted(data: Dataset) -> np.ndarray:
@@ -150,11 +171,11 @@ class _BoostedCostModel(CostModel):
 class XGBCostModel(_BoostedCostModel):
     kind = "xgb"
 
-    def _dmatrix(self, data: Dataset, with_label: bool):
+    def _dmatrix(self, data: Dataset, with_label: bool, power: float = 0.0):
         order = _group_sorted(data)
         x = config_inputs(data, self.config)[order]
         dm = xgb.DMatrix(x, label=data.label[order] if with_label else None, nthread=THREADS)
-        weights = _row_weights(data, self.config, order) if with_label else None
+        weights = _row_weights(data, power, order) if with_label else None
         if with_label and self.config.loss == "rank":
             _, starts, counts = np.unique(data.group[order], return_index=True,
                                           return_counts=True)
@@ -175,7 +196,7 @@ class XGBCostModel(_BoostedCostModel):
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
                start) -> dict:
-        dtrain, _ = self._dmatrix(train, True)
+        dtrain, _ = self._dmatrix(train, True, weight_power(self.config, start is not None))
         callbacks = []
         if valid is not None:
             dvalid, vorder = self._dmatrix(valid, True)
@@ -236,11 +257,11 @@ class LGBMCostModel(_BoostedCostModel):
     kind = "lgbm"
     RELEVANCE_LEVELS = 30  # lambdarank needs integer relevance: label 0..1 -> 0..30
 
-    def _dataset(self, data: Dataset):
+    def _dataset(self, data: Dataset, power: float):
         order = _group_sorted(data)
         x = config_inputs(data, self.config)[order]
         y = data.label[order]
-        weights = _row_weights(data, self.config, order)  # lambdarank scales each row's gradient
+        weights = _row_weights(data, power, order)  # lambdarank scales each row's gradient
         if self.config.loss == "rank":
             y = np.round(y * self.RELEVANCE_LEVELS).astype(np.int32)
             return lgb.Dataset(x, y, group=np.unique(data.group[order], return_counts=True)[1],
@@ -265,7 +286,7 @@ class LGBMCostModel(_BoostedCostModel):
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
                start) -> dict:
-        dtrain, _ = self._dataset(train)
+        dtrain, _ = self._dataset(train, weight_power(self.config, start is not None))
         first = start.current_iteration() if start is not None else 0
         state = {"best": -1.0, "best_round": first - 1}
         callbacks = []

@@ -136,6 +136,22 @@ class Dataset:
                                             self.store_offsets[:-1][some], axis=0)
         return out
 
+    def task_centred(self, x: np.ndarray) -> np.ndarray:
+        """`x` (one row per candidate) less its group's mean row: what sets a candidate apart
+        from the others of its task on its profile, the only thing a ranking within the task
+        can use, in the same units for every task (a tree on raw features must find each
+        task's own thresholds)."""
+        out = np.asarray(x, np.float32).copy()
+        if not len(self):
+            return out
+        order = np.argsort(self.group, kind="stable")
+        starts = np.r_[0, np.flatnonzero(np.diff(self.group[order])) + 1]
+        means = np.add.reduceat(out[order], starts, axis=0, dtype=np.float64)
+        counts = np.diff(np.r_[starts, len(order)])
+        means /= counts[:, None]
+        out[order] -= np.repeat(means, counts, axis=0).astype(np.float32)
+        return out
+
     def candidate_hardware(self) -> np.ndarray:
         """Hardware index of each candidate [n]."""
         return self.group_hardware[self.group]

@@ -68,3 +68,16 @@ def test_a_model_with_both_blocks_trains_and_ranks():
 def test_bad_ranking_settings_are_refused(params, message):
     with pytest.raises(TenforgeError, match=message):
         TreeConfig(**params)
+
+
+def test_task_centred_rows_average_zero_within_each_task_and_come_last():
+    data = synthetic_dataset(n_groups=4)
+    plain = tree_inputs(data, with_hardware=False)
+    centred = tree_inputs(data, with_hardware=False, task_centred=True)
+    block = centred[:, -FEATURE_DIM:]
+    for g in range(data.n_groups):
+        mine = data.group == g
+        np.testing.assert_allclose(block[mine].mean(0), 0, atol=1e-4)
+        np.testing.assert_allclose(block[mine], data.pack_sum()[mine]
+                                   - data.pack_sum()[mine].mean(0), atol=1e-4)
+    np.testing.assert_array_equal(centred[:, :plain.shape[1]], plain)

@@ -75,3 +75,31 @@ def test_weighted_ranking_follows_the_task_that_costs_the_most(family):
 def test_an_out_of_range_power_is_refused_in_one_line():
     with pytest.raises(TenforgeError, match="task_weight_power -1.0 is out of range"):
         create_model("lgbm", task_weight_power=-1.0)
+
+
+@pytest.mark.parametrize("family", ["lgbm", "xgb"])
+def test_fine_tuning_weighs_tasks_by_its_own_power(family):
+    """A fit weighs by task_weight_power, a fine-tune by fine_tune_task_weight_power where
+    given: here a model fit with tasks alike learns the heavy task's order only in a
+    fine-tune that weighs it."""
+    data = _two_tasks_that_disagree()
+    heavy = data.subset(np.flatnonzero(data.group == 0))
+    accuracy = {}
+    for fine_power in (None, 1.0):
+        model = create_model(family, seed=0, n_estimators=80, task_weight_power=0.0,
+                             fine_tune_task_weight_power=fine_power)
+        model.fit(data)
+        model.fine_tune(data, None, "full")
+        accuracy[fine_power] = pairwise_accuracy(heavy.label, model.predict(heavy))
+    assert accuracy[1.0] - accuracy[None] > 0.1, accuracy
+
+
+def test_weight_power_of_a_fit_and_a_fine_tune():
+    from models._trees import TreeConfig, weight_power
+
+    assert weight_power(TreeConfig(task_weight_power=0.25), fine_tuning=True) == 0.25
+    config = TreeConfig(task_weight_power=0.25, fine_tune_task_weight_power=0.0)
+    assert weight_power(config, fine_tuning=False) == 0.25
+    assert weight_power(config, fine_tuning=True) == 0.0
+    with pytest.raises(TenforgeError, match="fine_tune_task_weight_power 3 is out of range"):
+        TreeConfig(fine_tune_task_weight_power=3)
