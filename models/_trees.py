@@ -39,14 +39,17 @@ class TreeConfig(ModelConfig):
     # The same when fine-tuning (a search's refits, onboarding); None: task_weight_power.
     # Weights follow a task's best latency, which on one profile's search-biased rows is the
     # search's own progress (docs/tuning-results.md, session 46: unweighted refits ranked a
-    # search's later candidates +0.02 top-1 better).
+    # search's later candidates +0.02 top-1 better; session 47: in the search itself no
+    # faster, docs/tuning-results.md).
     fine_tune_task_weight_power: float | None = None
     # Beside the pack-sum: the busiest store's own row (Dataset.main_store), and the per-store
     # features' maximum over stores (docs/cost-models.md, session 46)
     main_store: bool = False
     store_max: bool = False
     # And the pack-sum less its task's mean (Dataset.task_centred): how a candidate differs
-    # from the others it is ranked against (docs/cost-models.md, session 47)
+    # from the others it is ranked against. No gain on held-out networks (docs/cost-models.md,
+    # session 47); in a search a predict call's candidates are the "task", so their scores
+    # would move with what else is in the call: not for a search's model.
     task_centred: bool = False
     # LightGBM's lambdarank: how far down its own ranking a task's pairs count (LightGBM's
     # default, 30, is about a whole task of 32 random samples), and the NDCG gain of a label
