@@ -159,15 +159,18 @@ class _BoostedCostModel(CostModel):
     STRATEGIES = ("full",)
 
     def _fit(self, train: Dataset, valid: Dataset | None, report: Report | None) -> dict:
-        return self._boost(train, valid, report, self.config.n_estimators, None)
+        return self._boost(train, valid, report, self.config.n_estimators, None,
+                           weight_power(self.config, fine_tuning=False))
 
     def _fine_tune(self, train: Dataset, valid: Dataset | None, strategy: str,
                    report: Report | None) -> dict:
         return self._boost(train, valid, report, max(self.config.n_estimators // 4, 20),
-                           self.booster)
+                           self.booster, weight_power(self.config, fine_tuning=True))
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
-               start) -> dict:
+               start, power: float) -> dict:
+        """Boost `rounds` more trees onto `start` (None: from nothing), each training task's
+        rows weighted by task_weights(power)."""
         raise NotImplementedError
 
 
@@ -198,8 +201,8 @@ class XGBCostModel(_BoostedCostModel):
                 "nthread": THREADS, "tree_method": "hist", "verbosity": 0}
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
-               start) -> dict:
-        dtrain, _ = self._dmatrix(train, True, weight_power(self.config, start is not None))
+               start, power: float) -> dict:
+        dtrain, _ = self._dmatrix(train, True, power)
         callbacks = []
         if valid is not None:
             dvalid, vorder = self._dmatrix(valid, True)
@@ -288,8 +291,8 @@ class LGBMCostModel(_BoostedCostModel):
         return params
 
     def _boost(self, train: Dataset, valid: Dataset | None, report: Report | None, rounds: int,
-               start) -> dict:
-        dtrain, _ = self._dataset(train, weight_power(self.config, start is not None))
+               start, power: float) -> dict:
+        dtrain, _ = self._dataset(train, power)
         first = start.current_iteration() if start is not None else 0
         state = {"best": -1.0, "best_round": first - 1}
         callbacks = []

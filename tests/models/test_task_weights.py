@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.errors import TenforgeError
-from models._trees import task_weights
+from models._trees import TreeConfig, task_weights, weight_power
 from models.dataset import FEATURE_DIM, Dataset, DataSpec
 from models.metrics import pairwise_accuracy
 from models.registry import create_model
@@ -95,8 +95,6 @@ def test_fine_tuning_weighs_tasks_by_its_own_power(family):
 
 
 def test_weight_power_of_a_fit_and_a_fine_tune():
-    from models._trees import TreeConfig, weight_power
-
     assert weight_power(TreeConfig(task_weight_power=0.25), fine_tuning=True) == 0.25
     config = TreeConfig(task_weight_power=0.25, fine_tune_task_weight_power=0.0)
     assert weight_power(config, fine_tuning=False) == 0.25
