@@ -9,6 +9,13 @@ measurements per task; every `refit_every` new ones it fine-tunes a copy of the 
 everything seen so far (strategy `full` where the family supports it, else `residual`), so
 the search learns the target as it goes. The loaded artifact is never modified.
 
+What MetaSchedule gets are not the model's raw scores but `search_scores`: its evolutionary
+search clamps every score below 0 to 0 (PredictNormalizedScore), keeps the top of each
+generation by score and picks parents in proportion to it, as for its own XGB's predicted
+normalized throughput in (0, 1]. A ranking model's scores are unbounded: 81% of the Zen 5
+BERT/mobilenet_v2/resnet18 seed rows scored <= 0 under the matrix's LightGBM (session 49), so
+the search saw most candidates as equal zeros and bred from the first of them.
+
     from models.ms_adapter import learned_cost_model
     cost_model = learned_cost_model("data/models/<id>", profile)
     ms.tune_tir(mod, target, work_dir, max_trials_global=64, cost_model=cost_model)
@@ -94,6 +101,18 @@ class LearnedCostModel:
         data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
                                      traces=traces if self.takes_traces else None)
         return self.model.predict(data)
+
+    def search_scores(self, features: list[np.ndarray],
+                      traces: list[str] | np.ndarray | None = None) -> np.ndarray:
+        """What MetaSchedule's evolutionary search gets: positive, in the same order as
+        predict's. A ranking model's score goes through the logistic function, the
+        probability (in its own pairwise loss) that the candidate beats one scored 0: the same
+        transform for every call, so generations ranked apart stay comparable. A regression
+        model already predicts the normalized throughput MetaSchedule expects."""
+        scores = self.predict(features, traces)
+        if getattr(self.model.config, "loss", "regression") != "rank":
+            return scores
+        return 1.0 / (1.0 + np.exp(-np.clip(scores, -50.0, 50.0)))
 
     def update(self, task: str, features: list[np.ndarray], latencies: list[float],
                traces: list[str] | np.ndarray | None = None) -> None:
@@ -184,8 +203,8 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
                          traces(candidates))
 
         def predict(self, context, candidates) -> np.ndarray:
-            return logic.predict(features(context, candidates),
-                                 traces(candidates)).astype("float64")
+            return logic.search_scores(features(context, candidates),
+                                       traces(candidates)).astype("float64")
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable

@@ -38,6 +38,25 @@ def test_predict_and_refit_on_updates():
     assert logic.predict([]).shape == (0,)
 
 
+def test_search_scores_are_positive_and_keep_the_ranking_order():
+    """MetaSchedule clamps scores below 0 and samples parents in proportion to them: a ranking
+    model's scores reach it positive, in the same order, the same whatever else is ranked."""
+    model = create_model("xgb", n_estimators=30, loss="rank")
+    model.fit(DATA)
+    logic = LearnedCostModel(model, "hw-a", DATA.hardware_features[0])
+    feats = _features(DATA, range(60))
+    raw, searched = logic.predict(feats), logic.search_scores(feats)
+    assert (raw <= 0).any()  # what the clamp would have flattened
+    assert (searched > 0).all() and (searched < 1).all()
+    np.testing.assert_array_equal(np.argsort(raw, kind="stable"),
+                                  np.argsort(searched, kind="stable"))
+    np.testing.assert_allclose(logic.search_scores(feats[:7]), searched[:7])
+    regression = create_model("xgb", n_estimators=30, loss="regression")
+    regression.fit(DATA)
+    logic = LearnedCostModel(regression, "hw-a", DATA.hardware_features[0])
+    np.testing.assert_array_equal(logic.search_scores(feats), logic.predict(feats))
+
+
 @pytest.mark.slow
 def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     hardware = ("cpu-znver3-sse42-1t",)
