@@ -69,6 +69,12 @@ Variants (the first is the baseline the search-time speedup is measured against)
            Measured on mobilenet_v2 (Zen 4, 5 seeds): 2.80x against 2.63x (4 seeds of 5), but
            weaker picks (trial speedup 1.99 against 2.29) and a higher final: tuned 9.44 ms
            against 8.27 (median)
+  warm-focus-pop4-w128-online  w128 whose refits also fit a model on the search's own
+           measurements from nothing (an XGBoost regression, as MetaSchedule's XGB), which a
+           task's search scores blend in: the pre-trained model's weight is 64 / (64 + the
+           task's measurements) (models.ms_adapter, online). On the Zen 5's BERT the learned
+           search stalled ~5% above XGB's final on the heaviest matmuls (session 48), where
+           a model of the task's own neighbourhood keeps improving
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -160,6 +166,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-gain-nchw16c",
             "warm-focus-pop4-w128-g2", "warm-focus-pop4-w128-g2-nchw8c",
             "warm-focus-pop4-w128-g2-nchw16c",
+            "warm-focus-pop4-w128-online", "warm-focus-pop4-w128-online-nchw8c",
+            "warm-focus-pop4-w128-online-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -299,6 +307,8 @@ FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 SHARE_MEAN_SAMPLES = 64  # the -wshare variants' mean a task
 
 REFIT_EVERY_R13 = 13  # the -r13 variants: the model refits after every round of 13
+ONLINE_HALF = 64  # the -online variants: a task's measurements at which the online model
+                  # weighs as much as the pre-trained one (models.ms_adapter)
 
 
 def warm_samples_of(variant: str) -> int:
@@ -336,6 +346,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_evolve": GENERATIONS if "-evo" in variant else 0,
         "warm_share": "-wshare" in variant,
         "refit_every": REFIT_EVERY_R13 if "-r13" in variant else None,
+        "online": ONLINE_HALF if "-online" in variant else None,
     }
 
 
@@ -410,6 +421,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],
+        "online": settings["online"],
         "scheduler": settings["scheduler"],  # cells before 2026-11-27 21:00: gradient (or instant)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

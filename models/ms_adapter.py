@@ -16,6 +16,14 @@ normalized throughput in (0, 1]. A ranking model's scores are unbounded: 81% of 
 BERT/mobilenet_v2/resnet18 seed rows scored <= 0 under the matrix's LightGBM (session 49), so
 the search saw most candidates as equal zeros and bred from the first of them.
 
+With `online` set, a refit also fits an online model from nothing on the search's own
+measurements (an XGBoost regression of the normalized throughput, as MetaSchedule's XGBModel),
+and a task's search scores blend the two: the pre-trained model's weight is online / (online +
+n) after n measurements of the task. Why: on the Zen 5's BERT the learned search got within 10%
+of XGB's final as soon as XGB did, then stalled 5% above it on the heaviest matmuls with as
+many trials (docs/tuning-results.md, session 48): a prior trained on random samples ranks the
+neighbourhood of a task's optimum worse than a model of that neighbourhood alone.
+
     from models.ms_adapter import learned_cost_model
     cost_model = learned_cost_model("data/models/<id>", profile)
     ms.tune_tir(mod, target, work_dir, max_trials_global=64, cost_model=cost_model)
@@ -31,12 +39,15 @@ import numpy as np
 from models.base import CostModel
 from models.dataset import dataset_from_features
 from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
-from models.registry import load_model
+from models.registry import create_model, load_model
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
 
 # Measurements between refits (update() folds them in, a refit fine-tunes on all seen so far).
 REFIT_EVERY = 64
+# The online model (`online`): boosting rounds and step, fit from nothing at every refit
+ONLINE_ROUNDS = 100
+ONLINE_LEARNING_RATE = 0.2
 
 # Instructions whose decision (and, for SampleCategorical, its candidate values) the trace
 # summary reads; every other instruction only counts.
@@ -77,7 +88,8 @@ class LearnedCostModel:
     """The logic, free of TVM types: features in, scores out; measurements folded in."""
 
     def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
-                 refit_every: int = REFIT_EVERY, strategy: str | None = None):
+                 refit_every: int = REFIT_EVERY, strategy: str | None = None,
+                 online: int | None = None):
         self.base = model
         self.model = model
         self.hardware_name = hardware_name
@@ -90,6 +102,8 @@ class LearnedCostModel:
         self.unfit = 0
         self.refits = 0
         self.predictions = 0
+        self.online = online  # a task's measurements at which the online model weighs half
+        self.online_model: CostModel | None = None
 
     def predict(self, features: list[np.ndarray],
                 traces: list[str] | np.ndarray | None = None) -> np.ndarray:
@@ -98,21 +112,33 @@ class LearnedCostModel:
         self.predictions += len(features)
         if not features:
             return np.zeros(0)
-        data = dataset_from_features(features, self.hardware_name, self.hardware_vector,
+        return self.model.predict(self._data(features, traces))
+
+    def _data(self, features: list[np.ndarray], traces: list[str] | np.ndarray | None):
+        return dataset_from_features(features, self.hardware_name, self.hardware_vector,
                                      traces=traces if self.takes_traces else None)
-        return self.model.predict(data)
 
     def search_scores(self, features: list[np.ndarray],
-                      traces: list[str] | np.ndarray | None = None) -> np.ndarray:
+                      traces: list[str] | np.ndarray | None = None,
+                      task: str | None = None) -> np.ndarray:
         """What MetaSchedule's evolutionary search gets: positive, in the same order as
         predict's. A ranking model's score goes through the logistic function, the
         probability (in its own pairwise loss) that the candidate beats one scored 0: the same
         transform for every call, so generations ranked apart stay comparable. A regression
-        model already predicts the normalized throughput MetaSchedule expects."""
-        scores = self.predict(features, traces)
-        if getattr(self.model.config, "loss", "regression") != "rank":
+        model already predicts the normalized throughput MetaSchedule expects. With an online
+        model fitted, `task`'s measurements so far shift the weight from one to the other."""
+        self.predictions += len(features)
+        if not features:
+            return np.zeros(0)
+        data = self._data(features, traces)
+        scores = self.model.predict(data)
+        if getattr(self.model.config, "loss", "regression") == "rank":
+            scores = 1.0 / (1.0 + np.exp(-np.clip(scores, -50.0, 50.0)))
+        measured = len(self.seen[task][1]) if task in self.seen else 0
+        if self.online_model is None or not measured:
             return scores
-        return 1.0 / (1.0 + np.exp(-np.clip(scores, -50.0, 50.0)))
+        share = measured / (measured + self.online)
+        return (1 - share) * scores + share * np.clip(self.online_model.predict(data), 0, None)
 
     def update(self, task: str, features: list[np.ndarray], latencies: list[float],
                traces: list[str] | np.ndarray | None = None) -> None:
@@ -145,15 +171,22 @@ class LearnedCostModel:
         with tempfile.TemporaryDirectory() as tmp:
             self.base.save(Path(tmp) / "base")  # fine_tune works on a fresh copy of it
             self.model, _ = fine_tune(Path(tmp) / "base", self.strategy, data)
+        if self.online:
+            self.online_model = create_model(
+                "xgb", loss="regression", n_estimators=ONLINE_ROUNDS,
+                learning_rate=ONLINE_LEARNING_RATE, seed=self.refits)
+            self.online_model.fit(data)
         self.unfit = 0
         self.refits += 1
 
 
 def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = REFIT_EVERY,
-                       strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES):
+                       strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES,
+                       online: int | None = None):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate).
-    `cache_bytes` bounds the features kept of candidates ranked before (0: extract always)."""
+    `cache_bytes` bounds the features kept of candidates ranked before (0: extract always).
+    `online`: blend in an online model (LearnedCostModel) at that many measurements a task."""
     import tvm_ffi
 
     from core.tvm_env import load_tvm
@@ -166,7 +199,7 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
 
     logic = LearnedCostModel(load_model(model_path), profile.name,
                              np.array(profile.feature_vector(), np.float32), refit_every,
-                             strategy)
+                             strategy, online)
     extractor = PerStoreFeature(extract_workload=False)
     cache = FeatureCache(cache_bytes) if cache_bytes else None
 
@@ -203,8 +236,8 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
                          traces(candidates))
 
         def predict(self, context, candidates) -> np.ndarray:
-            return logic.search_scores(features(context, candidates),
-                                       traces(candidates)).astype("float64")
+            return logic.search_scores(features(context, candidates), traces(candidates),
+                                       shash2hex(context.mod)).astype("float64")
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable

@@ -134,7 +134,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_samples: int = WARM_SAMPLES,
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
-                 warm_share: bool = False, refit_every: int | None = None) -> TuningResult:
+                 warm_share: bool = False, refit_every: int | None = None,
+                 online: int | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -175,7 +176,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     task are a mean, spread by FLOPs x occurrences (tasks.instant.samples_by_importance), so
     the heaviest tasks rank up to 4x as many and the lightest 16.
     `refit_every`: measurements a learned model folds in between refits on everything the
-    search measured (models.ms_adapter; default REFIT_EVERY, 64).
+    search measured (models.ms_adapter; default REFIT_EVERY, 64). `online`: each refit also
+    fits a model on the search's measurements alone, which a task's search scores blend in,
+    weighing as much as the pre-trained model after `online` measurements of the task
+    (models.ms_adapter).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -187,10 +191,12 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     check_warm_start(warm_start, cost_model, scheduler)
-    if refit_every is not None:
+    given = {name: value for name, value in (("refit_every", refit_every), ("online", online))
+             if value is not None}
+    if given:
         from tasks.validation import check_positive_ints
 
-        check_positive_ints(refit_every=refit_every)
+        check_positive_ints(**given)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -242,7 +248,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         from models.ms_adapter import REFIT_EVERY, learned_cost_model
 
         model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
-                                   cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0)
+                                   cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0,
+                                   online=online)
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)

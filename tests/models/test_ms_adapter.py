@@ -57,6 +57,25 @@ def test_search_scores_are_positive_and_keep_the_ranking_order():
     np.testing.assert_array_equal(logic.search_scores(feats), logic.predict(feats))
 
 
+def test_online_model_takes_over_a_task_as_its_measurements_grow():
+    model = create_model("xgb", n_estimators=30, loss="rank")
+    model.fit(DATA)
+    prior = LearnedCostModel(model, "hw-a", DATA.hardware_features[0], refit_every=20)
+    blended = LearnedCostModel(model, "hw-a", DATA.hardware_features[0], refit_every=20,
+                               online=10)
+    feats = _features(DATA, range(60))
+    for logic in (prior, blended):
+        logic.update("task-1", _features(DATA, range(30)), list(DATA.latency[:30]))
+    assert blended.online_model is not None and prior.online_model is None
+    # the same refit underneath: without measurements of the task the scores are the prior's
+    np.testing.assert_allclose(blended.search_scores(feats, task="unseen"),
+                               prior.search_scores(feats, task="unseen"))
+    # 30 measurements of task-1 against online=10: three quarters the online model's
+    online = np.clip(blended.online_model.predict(blended._data(feats, None)), 0, None)
+    np.testing.assert_allclose(blended.search_scores(feats, task="task-1"),
+                               0.25 * prior.search_scores(feats) + 0.75 * online)
+
+
 @pytest.mark.slow
 def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     hardware = ("cpu-znver3-sse42-1t",)
@@ -64,13 +83,14 @@ def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     model.fit(load_dataset(seed_store, DataSpec(hardware=hardware)))
     model.save(tmp_path / "model")
     result = subprocess.run([sys.executable, str(ROOT / "tests/models/tune_with_learned_model.py"),
-                             str(tmp_path / "work"), str(tmp_path / "model"), "8", "4"],
+                             str(tmp_path / "work"), str(tmp_path / "model"), "8", "4", "16"],
                             capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     done = json.loads(result.stdout.strip().splitlines()[-1])
     assert done["records"] == 8          # every trial measured and recorded
     assert done["predictions"] >= 8      # the search ranked its candidates with our model
     assert done["refits"] >= 1            # and folded the measurements in
+    assert done["online"]                 # with an online model beside it (online=16)
     # what it measured it had ranked: the update's features came from the cache
     assert done["feature_hits"] >= done["records"]
 

@@ -1,7 +1,7 @@
 """Run MetaSchedule's tune_tir on a 64x64 matmul with a tenforge model as the cost model, and
 print what the adapter did as JSON (a fresh process: tune_tir imports every tensor intrinsic).
 
-    python tests/models/tune_with_learned_model.py WORK_DIR MODEL_PATH TRIALS REFIT_EVERY
+    python tests/models/tune_with_learned_model.py WORK_DIR MODEL_PATH TRIALS REFIT_EVERY [ONLINE]
 """
 
 import json
@@ -15,14 +15,15 @@ from tenforge.cli import bootstrap  # noqa: E402
 bootstrap()
 
 
-def main(work_dir: str, model_path: str, trials: int, refit_every: int) -> None:
+def main(work_dir: str, model_path: str, trials: int, refit_every: int,
+         online: int | None = None) -> None:
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import detect_local_profiles
     from tasks.measure import Measurer
     from tasks.ms_backend import ms_builder, ms_runner
 
     profile = detect_local_profiles()[-1]  # 1 thread
-    cost_model = learned_cost_model(model_path, profile, refit_every=refit_every)
+    cost_model = learned_cost_model(model_path, profile, refit_every=refit_every, online=online)
     import tvm
     from tvm import te
     from tvm.s_tir import meta_schedule as ms
@@ -46,8 +47,10 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int) -> None:
     logic = cost_model.logic
     print(json.dumps({"predictions": logic.predictions, "refits": logic.refits,
                       "feature_hits": cost_model.feature_cache.hits,
+                      "online": logic.online_model is not None,
                       "records": len(database.get_all_tuning_records())}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+         int(sys.argv[5]) if len(sys.argv) > 5 else None)
