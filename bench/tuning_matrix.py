@@ -307,8 +307,6 @@ FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 SHARE_MEAN_SAMPLES = 64  # the -wshare variants' mean a task
 
 REFIT_EVERY_R13 = 13  # the -r13 variants: the model refits after every round of 13
-ONLINE_HALF = 64  # the -online variants: a task's measurements at which the online model
-                  # weighs as much as the pre-trained one (models.ms_adapter)
 
 
 def warm_samples_of(variant: str) -> int:
@@ -327,6 +325,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
     from tasks.model_evolution import GENERATIONS
     from tasks.tuning.contexts import GENETIC_ITERS
+    from tasks.tuning.run import ONLINE_HALF
 
     instant = variant.startswith("instant")
     share = variant.startswith("instant-share")
@@ -346,6 +345,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_evolve": GENERATIONS if "-evo" in variant else 0,
         "warm_share": "-wshare" in variant,
         "refit_every": REFIT_EVERY_R13 if "-r13" in variant else None,
+        # explicit both ways: tune_network's default is on, the variants before it were off
         "online": ONLINE_HALF if "-online" in variant else None,
     }
 

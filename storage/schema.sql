@@ -199,7 +199,9 @@ CREATE TABLE tuning_runs (
     features_reused     BIGINT,               -- ranked candidates' features from the cache
     features_extracted  BIGINT,               -- and extracted (NULL: MetaSchedule's XGB)
     warm_samples        INTEGER,              -- a warm start ranked per task (NULL: none)
-    build_s             DOUBLE                -- of measure_s, compiling candidates
+    build_s             DOUBLE,               -- of measure_s, compiling candidates
+    online_half         INTEGER               -- a learned search's online model weighed half
+                                              -- at this many measurements a task (NULL: none)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -393,6 +393,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "warm_focus": result.warm_focus, "search_cpu_s": result.search_cpu_s,
         "features_reused": (result.feature_cache or {}).get("hits"),
         "features_extracted": (result.feature_cache or {}).get("misses"),
+        "online_half": result.online,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

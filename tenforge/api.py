@@ -135,12 +135,14 @@ def open_store(db: str | None = None) -> Any:
 def cost_model(model_id: str | None = None, hardware: str = "local",
                db: str | None = None) -> Any:
     """A registered model (default: the best for `hardware`) as a MetaSchedule cost model:
-    pass it as `cost_model=` to MetaSchedule's tune_tir / tune_relax."""
+    pass it as `cost_model=` to MetaSchedule's tune_tir / tune_relax. As in retune, its refits
+    also fit an online model on what the search measured (tasks.tuning.run.ONLINE_HALF)."""
     _ready()
     from core.errors import TenforgeError
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import resolve_profile
     from tasks.retune import best_model, check_model_fits
+    from tasks.tuning.run import ONLINE_HALF
 
     profile = resolve_profile(hardware)
     with open_store(db) as store:
@@ -150,4 +152,4 @@ def cost_model(model_id: str | None = None, hardware: str = "local",
                                 "or `tenforge onboard`)")
         row = store.model_row(chosen)
         check_model_fits(store, row, profile)
-    return learned_cost_model(row["path"], profile)
+    return learned_cost_model(row["path"], profile, online=ONLINE_HALF)

@@ -29,6 +29,11 @@ from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, s
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
 
+# A learned search's online model (models.ms_adapter) weighs as much as the pre-trained one
+# after this many measurements of a task: the warm start and a task's first rounds follow the
+# prior, a heavy task's 300th trial mostly the search's own data.
+ONLINE_HALF = 64
+
 @dataclass
 class TuningResult:
     network: str
@@ -66,6 +71,9 @@ class TuningResult:
     # a learned model's feature cache (models/feature_cache.py): hits, misses (None: none used)
     feature_cache: dict[str, int] | None = None
     genetic_iters: int | None = None  # the evolutionary search's mutation rounds (None: instant)
+    # a learned search's online model weighed half at this many measurements of a task
+    # (models.ms_adapter; None: no online model, or MetaSchedule's XGB)
+    online: int | None = None
 
     @property
     def speedup(self) -> float:
@@ -135,7 +143,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
                  warm_share: bool = False, refit_every: int | None = None,
-                 online: int | None = None) -> TuningResult:
+                 online: int | None = ONLINE_HALF) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -176,10 +184,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     task are a mean, spread by FLOPs x occurrences (tasks.instant.samples_by_importance), so
     the heaviest tasks rank up to 4x as many and the lightest 16.
     `refit_every`: measurements a learned model folds in between refits on everything the
-    search measured (models.ms_adapter; default REFIT_EVERY, 64). `online`: each refit also
-    fits a model on the search's measurements alone, which a task's search scores blend in,
-    weighing as much as the pre-trained model after `online` measurements of the task
-    (models.ms_adapter).
+    search measured (models.ms_adapter; default REFIT_EVERY, 64). `online` (None: off): each
+    refit also fits a model on the search's measurements alone, which a task's search scores
+    blend in, weighing as much as the pre-trained model after `online` measurements of the
+    task (models.ms_adapter; on the Zen 5's BERT it took the final estimate from 111 to 108 ms,
+    XGB's 107, median of 3 seeds, docs/tuning-results.md).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -345,7 +354,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_evolve=warm_evolve if (warm_start or instant) else 0,
         warm_share=bool(warm_start and warm_share),
         feature_cache=cache.stats() if cache is not None else None,
-        genetic_iters=None if instant else genetic_iters)
+        genetic_iters=None if instant else genetic_iters,
+        online=online if model != "xgb" else None)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")
