@@ -28,11 +28,11 @@ from tasks.tuning.contexts import (
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
-
 # A learned search's online model (models.ms_adapter) weighs as much as the pre-trained one
 # after this many measurements of a task: the warm start and a task's first rounds follow the
 # prior, a heavy task's 300th trial mostly the search's own data.
 ONLINE_HALF = 64
+
 
 @dataclass
 class TuningResult:
