@@ -14,7 +14,7 @@ search clamps every score below 0 to 0 (PredictNormalizedScore), keeps the top o
 generation by score and picks parents in proportion to it, as for its own XGB's predicted
 normalized throughput in (0, 1]. A ranking model's scores are unbounded: 81% of the Zen 5
 BERT/mobilenet_v2/resnet18 seed rows scored <= 0 under the matrix's LightGBM (session 49), so
-the search saw most candidates as equal zeros and bred from the first of them.
+the search saw most of a poor population as equal zeros, with no order among them.
 
 With `online` set, a refit also fits an online model from nothing on the search's own
 measurements (an XGBoost regression of the normalized throughput, as MetaSchedule's XGBModel),
