@@ -236,8 +236,9 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
                          traces(candidates))
 
         def predict(self, context, candidates) -> np.ndarray:
+            task = shash2hex(context.mod) if logic.online else None  # only a blend needs it
             return logic.search_scores(features(context, candidates), traces(candidates),
-                                       shash2hex(context.mod)).astype("float64")
+                                       task).astype("float64")
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable
