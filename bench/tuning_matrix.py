@@ -75,6 +75,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            task's measurements) (models.ms_adapter, online). On the Zen 5's BERT the learned
            search stalled ~5% above XGB's final on the heaviest matmuls (session 48), where
            a model of the task's own neighbourhood keeps improving
+  warm-focus-pop4-w128-online-wt  -online whose gradient rule counts the warm start as the
+           part of a turn its trials are (4 of a 23-27 batch) instead of a whole turn
+           (tasks.schedulers, warm_turn). Counted whole, the Zen 5's BERT left its two
+           attention batch matmuls (~2.5 ms each) at their warm picks, 1.18-1.25x XGB's
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -168,6 +172,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-g2-nchw16c",
             "warm-focus-pop4-w128-online", "warm-focus-pop4-w128-online-nchw8c",
             "warm-focus-pop4-w128-online-nchw16c",
+            "warm-focus-pop4-w128-online-wt", "warm-focus-pop4-w128-online-wt-nchw8c",
+            "warm-focus-pop4-w128-online-wt-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -347,6 +353,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "refit_every": REFIT_EVERY_R13 if "-r13" in variant else None,
         # explicit both ways: tune_network's default is on, the variants before it were off
         "online": ONLINE_HALF if "-online" in variant else None,
+        "warm_by_trials": "-wt" in variant,
     }
 
 
@@ -422,6 +429,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],
         "online": settings["online"],
+        "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
         "scheduler": settings["scheduler"],  # cells before 2026-11-27 21:00: gradient (or instant)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process

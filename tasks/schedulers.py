@@ -21,7 +21,10 @@ futures are done when `run` returns), which is what makes "one batch" the bound.
   picks from the first batch on. Why: the blind pass spends a full batch on every task (resnet18
   on the Xeon: 21 x 23 = 483 trials, ~420 s) whatever they weigh, and joins nothing until it
   ends, so a warm-started run recorded no progress between its warm estimate (~120 s) and
-  ~540 s.
+  ~540 s. `warm_turn`: the part of a turn a warm start counts for in the rule's best / turns
+  (1: a whole turn). A warm start measures a few picks a task (4) where a turn measures a
+  batch (23-27), so counted whole it starves tasks that weigh a few percent: on the Zen 5's
+  BERT the two attention batch matmuls (~2.5 ms each of ~108) never had a turn after it.
 - `round-robin`: MetaSchedule's RoundRobin.
 - `gain` / `dual`: tenforge's expected-gain scheduler (`expected_gain`). No blind pass: an
   unseen context gets its first turn before any other; with `focus`, the warm-started ones are
@@ -64,10 +67,12 @@ def expected_gain(log: Any, context: int, rounds: list[float], window: int = 2,
 
 def gradient_pick(log: Any, alive: list[int], history: dict[int, list[float]],
                   rng: random.Random, alpha: float = GRADIENT_ALPHA,
-                  window: int = GRADIENT_WINDOW) -> int:
+                  window: int = GRADIENT_WINDOW,
+                  head_start: dict[int, float] | None = None) -> int:
     """MetaSchedule's gradient rule: g = alpha x (best w rounds ago - best) / w + (1 - alpha)
     x best / rounds, times the task weight; a task with nothing valid yet gets -1e9; all equal:
-    a random alive task."""
+    a random alive task. `head_start`: tasks whose first history entry is a warm start's, with
+    the part of a round it counts for in `rounds` (absent: a whole round)."""
     grads = []
     for i in alive:
         best_history = history.get(i, [])
@@ -75,7 +80,8 @@ def gradient_pick(log: Any, alive: list[int], history: dict[int, list[float]],
         if n > 0 and math.isfinite(best_history[-1]):
             best = best_history[-1]
             g1 = (best_history[n - 1 - window] - best) / window if n >= 1 + window else 0.0
-            g2 = best / n
+            rounds = n - 1 + head_start[i] if head_start and i in head_start else n
+            g2 = best / rounds
             grads.append((alpha * g1 + (1 - alpha) * g2) * log.context_weight(i))
         else:
             grads.append(-1e9)
@@ -84,12 +90,17 @@ def gradient_pick(log: Any, alive: list[int], history: dict[int, list[float]],
     return alive[grads.index(max(grads))]
 
 
-def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False) -> Any:
+def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False,
+                     warm_turn: float = 1.0) -> Any:
     """A PyTaskScheduler of `kind` (gradient, round-robin, gain, dual) that stops when
     `log.should_stop()` says so. `focus`: the contexts `log` already has a valid measurement
     of (a warm start's) start their history there: the gradient scheduler skips its blind
     first pass for them, and gain and dual do not give each of them an "unseen" first turn
-    (38 rounds, ~500 trials on mobilenet_v2) before their gain rule picks."""
+    (38 rounds, ~500 trials on mobilenet_v2) before their gain rule picks. `warm_turn`
+    (gradient, with focus): the part of a turn that warm start counts for."""
+    if not 0 < warm_turn <= 1:
+        raise ValueError(f"warm_turn {warm_turn}: give the part of a turn a warm start counts "
+                         "for, above 0 and at most 1")
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
 
@@ -100,6 +111,7 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False) ->
             self.pending: list[int] = []  # sent to builder and runner, not joined yet
             self.history: dict[int, list[float]] = {}  # best latency after each join
             self.blind: list[int] | None = None  # gradient: the first pass's tasks, to hand out
+            self.head_start: dict[int, float] = {}  # gradient: warm starts, as part of a turn
             self.last = -1  # round-robin: the task handed out last
             self.rng = random.Random(seed)
 
@@ -133,6 +145,7 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False) ->
                     self.history = {i: [log.context_best[i]] for i in range(n)
                                     if math.isfinite(log.context_best[i])}
                     self.blind = [i for i in self.blind if i not in self.history]
+                    self.head_start = {i: warm_turn for i in self.history}
             if self.blind:
                 # MetaSchedule's first pass: every task once, nothing joined in between (the
                 # cost model sees no result before every task had its first batch)
@@ -152,7 +165,8 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False) ->
                         self.last = task
                         return self.hand_out(task)
             if kind == "gradient":
-                return self.hand_out(gradient_pick(log, alive, self.history, self.rng))
+                return self.hand_out(gradient_pick(log, alive, self.history, self.rng,
+                                                   head_start=self.head_start))
             unseen = [i for i in alive if i not in self.history]  # gain, dual
             return self.hand_out(unseen[0] if unseen else max(
                 alive, key=lambda i: expected_gain(log, i, self.history[i])))

@@ -289,6 +289,12 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert without(greedy, "scheduler") == without(cheap, "scheduler")
     assert short["warm_focus"] is True and cell_graph("net", "warm-focus-pop4-g2-nchw16c",
                                                       "") == "nchw16c"
+    blended = search_settings("warm-focus-pop4-w128-online-nchw16c", args)
+    assert blended["online"] and cheap["online"] is None  # explicit: tune_network's is on
+    assert not blended["warm_by_trials"] and not cheap["warm_by_trials"]
+    counted = search_settings("warm-focus-pop4-w128-online-wt-nchw16c", args)
+    assert counted["warm_by_trials"]
+    assert without(counted, "warm_by_trials") == without(blended, "warm_by_trials")
     share = search_settings("instant-share-nchw8c", args)
     assert share["scheduler"] == "instant" and share["trials"] == args.instant_trials
     assert share["minutes"] == args.instant_minutes

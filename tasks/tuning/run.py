@@ -74,6 +74,8 @@ class TuningResult:
     # a learned search's online model weighed half at this many measurements of a task
     # (models.ms_adapter; None: no online model, or MetaSchedule's XGB)
     online: int | None = None
+    # the part of a turn the gradient rule counted a focused warm start for (None: a whole one)
+    warm_turn: float | None = None
 
     @property
     def speedup(self) -> float:
@@ -143,7 +145,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
                  warm_share: bool = False, refit_every: int | None = None,
-                 online: int | None = ONLINE_HALF) -> TuningResult:
+                 online: int | None = ONLINE_HALF,
+                 warm_by_trials: bool = False) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -189,6 +192,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     blend in, weighing as much as the pre-trained model after `online` measurements of the
     task (models.ms_adapter; on the Zen 5's BERT it took the final estimate from 111 to 108 ms,
     XGB's 107, median of 3 seeds, docs/tuning-results.md).
+    `warm_by_trials` (a focused warm start, gradient scheduler): the gradient rule counts a warm
+    start as the part of a turn its trials are (`warm_start` / `trials_per_iter`), not a whole
+    turn, so tasks weighing a few percent get a turn after it (tasks.schedulers, warm_turn).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule."""
@@ -259,6 +265,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
                                    cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0,
                                    online=online)
+    focus = bool(warm_start) and warm_focus
+    warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
@@ -274,7 +282,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     report(f"warm start: per task, rank {warm_samples} sampled candidates"
                            + (f" on average ({min(per_task)}-{max(per_task)}, by FLOPs x "
                               "occurrences)" if warm_share else "")
-                           + f" with the model and measure the top {warm_start}, then search")
+                           + f" with the model and measure the top {warm_start}, then search"
+                           + (f" (counted as {warm_turn:.2f} of a turn)" if warm_turn else ""))
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=per_task,
@@ -306,8 +315,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                       *ms.measure_callback.MeasureCallback.create("default"),
                                       recorder(log)],
                                   task_scheduler=create_scheduler(
-                                      scheduler, log, seed,
-                                      focus=bool(warm_start) and warm_focus))
+                                      scheduler, log, seed, focus=focus,
+                                      warm_turn=warm_turn or 1.0))
             # a search cut short (deadline, error) may leave tasks unmeasured: they would keep
             # TVM's default schedules; the model (MetaSchedule's XGB: a sample) picks theirs
             try:
@@ -355,7 +364,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_share=bool(warm_start and warm_share),
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters,
-        online=online if model != "xgb" else None)
+        online=online if model != "xgb" else None, warm_turn=warm_turn)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

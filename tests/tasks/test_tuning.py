@@ -132,6 +132,24 @@ def test_gradient_pick_is_metaschedules_rule():
     assert picks == {0, 1, 2}
 
 
+def test_a_warm_start_counted_as_part_of_a_turn_lets_a_light_task_have_one():
+    """Both warm-started; the heavy task (10x) had one search turn since. Counted as a whole
+    turn, the warm start leaves the light one waiting: 1e-3 / 1 against 10 x 1e-3 / 2. Counted
+    as a tenth of a turn (4 trials of a batch of 40), the light task's first turn comes now:
+    1e-3 / 0.1 against 10 x 1e-3 / 1.1."""
+    import random
+
+    log = TuningLog(["light", "heavy"], [1.0, 10.0], report=lambda _: None)
+    history = {0: [1e-3], 1: [1e-3, 1e-3]}
+    assert gradient_pick(log, [0, 1], history, random.Random(0)) == 1
+    assert gradient_pick(log, [0, 1], history, random.Random(0),
+                         head_start={0: 0.1, 1: 0.1}) == 0
+    from tasks.schedulers import create_scheduler
+
+    with pytest.raises(ValueError, match="warm_turn 0: give the part of a turn"):
+        create_scheduler("gradient", log, focus=True, warm_turn=0)
+
+
 @pytest.mark.parametrize("n_tasks", [25, 51])  # resnet18's and mobilenet_v2's task counts
 @pytest.mark.parametrize("scheduler", SEARCH_SCHEDULERS)
 def test_every_scheduler_stops_at_the_deadline_within_one_batch(scheduler, n_tasks, tmp_path):
@@ -216,6 +234,33 @@ def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(fo
                   task_scheduler=create_scheduler(scheduler, log, seed=0, focus=focus))
     searched = [after - before for after, before in zip(log.context_trials, warm)]
     assert searched == ([0, 0, 8, 0, 4] if focus else [4, 4, 4, 0, 0])
+
+
+def test_a_warm_start_counted_by_its_trials_reaches_the_light_tasks(tmp_path):
+    """The focus case above with the warm start counted as a tenth of a turn: after task 4's
+    blind batch and one for the heavy task 2 (10 x 1e-3 / 1.1), a light warm-started task
+    (1e-3 / 0.1) has the next; counted whole, task 2 had it (tasks measure 1-2 ms here)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tasks.schedulers import create_scheduler
+    from tasks.tuning.log import recorder as _recorder
+    from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
+
+    weights = [1.0, 1.0, 10.0, 1.0, 1.0]
+    log = TuningLog([f"matmul_{i}" for i in range(5)], weights, budget=10_000,
+                    report=lambda _: None)
+    for task in range(4):
+        log.add(task, [[1e-3]])
+    log.add(4, [None])
+    warm = list(log.context_trials)
+    ms.tune_tasks(tasks=matmul_contexts(5), task_weights=weights, work_dir=str(tmp_path),
+                  max_trials_global=12, num_trials_per_iter=4, builder=fake_builder(),
+                  runner=fake_runner(0.0, []), database=ms.database.MemoryDatabase(),
+                  cost_model="random", measure_callbacks=[_recorder(log)],
+                  task_scheduler=create_scheduler("gradient", log, seed=0, focus=True,
+                                                  warm_turn=0.1))
+    searched = [after - before for after, before in zip(log.context_trials, warm)]
+    assert searched == [4, 0, 4, 0, 4]
 
 
 def test_a_search_that_crashes_ends_the_search_not_the_run():
