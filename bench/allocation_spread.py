@@ -31,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -97,11 +98,7 @@ def main() -> None:
     if args.allocations < 2 or args.repeat < 1:
         raise SystemExit(f"--allocations {args.allocations} --repeat {args.repeat}: compare at "
                          "least 2 allocations, each timed at least once")
-    folders = [f for f in args.database.split(",") if f]
-    missing = [f for f in folders if not (Path(f) / "database_tuning_record.json").is_file()]
-    if missing:
-        raise SystemExit(f"not a MetaSchedule database (no database_tuning_record.json): "
-                         f"{', '.join(missing)}")
+    folders = database_folders(args.database)
 
     from core.tvm_env import load_tvm
     from tasks.hardware import resolve_profile

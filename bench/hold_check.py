@@ -28,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -115,9 +116,9 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.top, args.processes, args.timings) < 1:
         raise SystemExit("--top, --processes and --timings: each at least 1")
-    if not (Path(args.database) / "database_tuning_record.json").is_file():
-        raise SystemExit(f"--database {args.database}: not a MetaSchedule database (no "
-                         "database_tuning_record.json)")
+    if "," in args.database:
+        raise SystemExit(f"--database {args.database}: give one database folder")
+    database_folders(args.database)  # exits in one line if it is not one
     if Path(args.out).exists():
         raise SystemExit(f"--out {args.out} exists: name a new folder for the held database")
 

@@ -38,6 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -144,11 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.runs < 1:
         raise SystemExit(f"--runs {args.runs}: time at least 1 run")
-    folders = [f for f in args.database.split(",") if f]
-    missing = [f for f in folders if not (Path(f) / "database_tuning_record.json").is_file()]
-    if missing:
-        raise SystemExit(f"not a MetaSchedule database (no database_tuning_record.json): "
-                         f"{', '.join(missing)}")
+    folders = database_folders(args.database)
 
     from core.tvm_env import load_tvm
     from tasks.hardware import resolve_profile

@@ -206,14 +206,10 @@ def test_every_scheduler_survives_tasks_that_run_out_of_candidates(scheduler, tm
     assert len(batches) == n_tasks and log.trials == 4 * n_tasks
 
 
-@pytest.mark.parametrize("scheduler", ["gradient", "gain"])
-@pytest.mark.parametrize("focus", [False, True])
-def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(focus, scheduler,
-                                                                              tmp_path):
-    """Tasks 0-3 were warm-started (task 2 weighs 10x), task 4's warm picks all failed. Three
-    batches: MetaSchedule's blind pass (gain: each unseen task's first turn) gives them to
-    tasks 0, 1, 2 in order; focused, the unmeasured task 4 gets its first batch and the rule
-    sends the rest to task 2."""
+def _searched_after_a_warm_start(tmp_path, scheduler: str, focus: bool,
+                                 warm_turn: float = 1.0) -> list[int]:
+    """Tasks 0-3 were warm-started (task 2 weighs 10x), task 4's warm picks all failed; three
+    batches of 4 follow. The trials each task got from them."""
     from tvm.s_tir import meta_schedule as ms
 
     from tasks.schedulers import create_scheduler
@@ -231,8 +227,19 @@ def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(fo
                   max_trials_global=12, num_trials_per_iter=4, builder=fake_builder(),
                   runner=fake_runner(0.0, []), database=ms.database.MemoryDatabase(),
                   cost_model="random", measure_callbacks=[_recorder(log)],
-                  task_scheduler=create_scheduler(scheduler, log, seed=0, focus=focus))
-    searched = [after - before for after, before in zip(log.context_trials, warm)]
+                  task_scheduler=create_scheduler(scheduler, log, seed=0, focus=focus,
+                                                  warm_turn=warm_turn))
+    return [after - before for after, before in zip(log.context_trials, warm)]
+
+
+@pytest.mark.parametrize("scheduler", ["gradient", "gain"])
+@pytest.mark.parametrize("focus", [False, True])
+def test_after_a_warm_start_focus_skips_the_blind_pass_for_the_measured_tasks(focus, scheduler,
+                                                                              tmp_path):
+    """MetaSchedule's blind pass (gain: each unseen task's first turn) gives the three batches
+    to tasks 0, 1, 2 in order; focused, the unmeasured task 4 gets its first batch and the rule
+    sends the rest to task 2."""
+    searched = _searched_after_a_warm_start(tmp_path, scheduler, focus)
     assert searched == ([0, 0, 8, 0, 4] if focus else [4, 4, 4, 0, 0])
 
 
@@ -240,27 +247,7 @@ def test_a_warm_start_counted_by_its_trials_reaches_the_light_tasks(tmp_path):
     """The focus case above with the warm start counted as a tenth of a turn: after task 4's
     blind batch and one for the heavy task 2 (10 x 1e-3 / 1.1), a light warm-started task
     (1e-3 / 0.1) has the next; counted whole, task 2 had it (tasks measure 1-2 ms here)."""
-    from tvm.s_tir import meta_schedule as ms
-
-    from tasks.schedulers import create_scheduler
-    from tasks.tuning.log import recorder as _recorder
-    from tests.tasks.ms_doubles import fake_builder, fake_runner, matmul_contexts
-
-    weights = [1.0, 1.0, 10.0, 1.0, 1.0]
-    log = TuningLog([f"matmul_{i}" for i in range(5)], weights, budget=10_000,
-                    report=lambda _: None)
-    for task in range(4):
-        log.add(task, [[1e-3]])
-    log.add(4, [None])
-    warm = list(log.context_trials)
-    ms.tune_tasks(tasks=matmul_contexts(5), task_weights=weights, work_dir=str(tmp_path),
-                  max_trials_global=12, num_trials_per_iter=4, builder=fake_builder(),
-                  runner=fake_runner(0.0, []), database=ms.database.MemoryDatabase(),
-                  cost_model="random", measure_callbacks=[_recorder(log)],
-                  task_scheduler=create_scheduler("gradient", log, seed=0, focus=True,
-                                                  warm_turn=0.1))
-    searched = [after - before for after, before in zip(log.context_trials, warm)]
-    assert searched == [4, 0, 4, 0, 4]
+    assert _searched_after_a_warm_start(tmp_path, "gradient", True, 0.1) == [4, 0, 4, 0, 4]
 
 
 def test_a_search_that_crashes_ends_the_search_not_the_run():
