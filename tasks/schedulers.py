@@ -25,6 +25,8 @@ futures are done when `run` returns), which is what makes "one batch" the bound.
   (1: a whole turn). A warm start measures a few picks a task (4) where a turn measures a
   batch (23-27), so counted whole it starves tasks that weigh a few percent: on the Zen 5's
   BERT the two attention batch matmuls (~2.5 ms each of ~108) never had a turn after it.
+  Counted by its trials (4 / 27) they had turns, but the heavy matmuls had fewer and BERT ended
+  worse (112 against 108 ms estimated, median of 3 seeds), so tune_network counts it whole.
 - `round-robin`: MetaSchedule's RoundRobin.
 - `gain` / `dual`: tenforge's expected-gain scheduler (`expected_gain`). No blind pass: an
   unseen context gets its first turn before any other; with `focus`, the warm-started ones are
