@@ -31,29 +31,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
-from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database  # noqa: E402
+from bench._ms_databases import database_folders, records_by_task  # noqa: E402
 
 
 def best_records(folder: str) -> list[Any]:
     """Each workload's valid record with the lowest mean run time."""
-    from core.tvm_env import structural_hash_hex
-
-    database = open_json_database(Path(folder), create=False)
-    best: dict[str, tuple[float, Any]] = {}
-    for record in database.get_all_tuning_records():
-        secs = [float(s) for s in record.run_secs or []]
-        if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
-            continue
-        key = structural_hash_hex(record.workload.mod)
-        mean = sum(secs) / len(secs)
-        if key not in best or mean < best[key][0]:
-            best[key] = (mean, record)
-    return [record for _, record in best.values()]
+    return [records[0][1] for records in records_by_task(folder).values()]
 
 
 def spread(tvm: Any, record: Any, target: Any, allocations: int, repeat: int,

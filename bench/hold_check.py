@@ -28,27 +28,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
-from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database  # noqa: E402
-
-
-def records_by_task(folder: str) -> dict[str, list[tuple[float, Any]]]:
-    """{workload hash: [(mean run seconds, record)] of its valid records, fastest first}."""
-    from core.tvm_env import structural_hash_hex
-
-    tasks: dict[str, list[tuple[float, Any]]] = {}
-    for record in open_json_database(Path(folder), create=False).get_all_tuning_records():
-        secs = [float(s) for s in record.run_secs or []]
-        if secs and max(secs) < MS_FAILED_RUN_SECS:
-            tasks.setdefault(structural_hash_hex(record.workload.mod), []).append(
-                (sum(secs) / len(secs), record))
-    for records in tasks.values():
-        records.sort(key=lambda pair: pair[0])
-    return tasks
+from bench._ms_databases import database_folders, records_by_task  # noqa: E402
+from storage.ms_database import MS_FAILED_RUN_SECS  # noqa: E402
 
 
 def hold(tasks: dict[str, list[tuple[float, Any]]], profile: Any, top: int, processes: int,

@@ -38,10 +38,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._ms_databases import database_folders  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
+
+from bench._ms_databases import database_folders  # noqa: E402
 
 TINY = float(np.finfo(np.float32).tiny)  # below this (and not 0) a float32 is subnormal
 
