@@ -1,12 +1,9 @@
-"""The MetaSchedule JSON database folders a bench was given: checked before any work starts,
-and their valid records by task."""
+"""The MetaSchedule JSON database folders a bench was given, checked before any work starts
+(their valid records by task: storage.ms_database.records_by_task)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database
 
 
 def database_folders(text: str) -> list[str]:
@@ -18,18 +15,3 @@ def database_folders(text: str) -> list[str]:
         raise SystemExit("not a MetaSchedule database (no database_tuning_record.json): "
                          f"{', '.join(missing) or repr(text)}")
     return folders
-
-
-def records_by_task(folder: str) -> dict[str, list[tuple[float, Any]]]:
-    """{workload hash: [(mean run seconds, record)] of its valid records, fastest first}."""
-    from core.tvm_env import structural_hash_hex
-
-    tasks: dict[str, list[tuple[float, Any]]] = {}
-    for record in open_json_database(Path(folder), create=False).get_all_tuning_records():
-        secs = [float(s) for s in record.run_secs or []]
-        if secs and max(secs) < MS_FAILED_RUN_SECS:
-            tasks.setdefault(structural_hash_hex(record.workload.mod), []).append(
-                (sum(secs) / len(secs), record))
-    for records in tasks.values():
-        records.sort(key=lambda pair: pair[0])
-    return tasks

@@ -35,7 +35,8 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
-from bench._ms_databases import database_folders, records_by_task  # noqa: E402
+from bench._ms_databases import database_folders  # noqa: E402
+from storage.ms_database import records_by_task  # noqa: E402
 
 
 def best_records(folder: str) -> list[Any]:

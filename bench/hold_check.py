@@ -23,7 +23,6 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -32,59 +31,9 @@ from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
 
-from bench._ms_databases import database_folders, records_by_task  # noqa: E402
-from storage.ms_database import MS_FAILED_RUN_SECS  # noqa: E402
-
-
-def hold(tasks: dict[str, list[tuple[float, Any]]], profile: Any, top: int, processes: int,
-         min_s: float, report: Any = print) -> dict[str, tuple[list[float], Any]]:
-    """{workload hash: (run seconds to record, record)}: each task's best, or for a heavy task
-    the one of its `top` best whose worst mean over `processes` fresh Measurers is lowest."""
-    from core.records import MeasureJob
-    from core.tvm_env import load_tvm, trace_json
-    from tasks.measure import Measurer
-
-    kept = {key: ([float(s) for s in records[0][1].run_secs], records[0][1])
-            for key, records in tasks.items()}
-    heavy = [key for key, records in tasks.items() if records[0][0] >= min_s]
-    if not heavy:
-        return kept
-    tvm = load_tvm(profile.target)
-    jobs, owners = [], []
-    for key in heavy:
-        for mean, record in tasks[key][:top]:
-            jobs.append(MeasureJob(len(jobs), key, tvm.ir.save_json(record.workload.mod),
-                                   trace_json(record.trace), 1.0))
-            owners.append((key, mean, record))
-    worst: list[tuple[float, list[float]]] = [(0.0, [])] * len(jobs)
-    for process in range(processes):
-        with Measurer(profile) as measurer:
-            for i, result in enumerate(measurer.measure(jobs)):
-                secs = list(result.run_secs) or [MS_FAILED_RUN_SECS]
-                mean = sum(secs) / len(secs)
-                if mean > worst[i][0]:
-                    worst[i] = (mean, secs)
-    for key in heavy:
-        mine = [i for i, (owner, _, _) in enumerate(owners) if owner == key]
-        pick = min(mine, key=lambda i: worst[i][0])
-        report(f"  task {key[:12]}: best recorded {owners[mine[0]][1] * 1e3:.3f} ms, now worst "
-               f"{worst[mine[0]][0] * 1e3:.3f}; kept #{mine.index(pick) + 1} of {len(mine)}: "
-               f"recorded {owners[pick][1] * 1e3:.3f}, worst now {worst[pick][0] * 1e3:.3f}")
-        kept[key] = (worst[pick][1], owners[pick][2])
-    return kept
-
-
-def write_database(kept: dict[str, tuple[list[float], Any]], folder: Path) -> None:
-    """A MetaSchedule JSON database in `folder` holding one record per task."""
-    from tvm.s_tir import meta_schedule as ms
-
-    folder.mkdir(parents=True, exist_ok=False)
-    database = ms.database.JSONDatabase(work_dir=str(folder))
-    for secs, record in kept.values():
-        workload = database.commit_workload(record.workload.mod)
-        database.commit_tuning_record(ms.database.TuningRecord(
-            record.trace, workload, run_secs=secs, target=record.target,
-            args_info=record.args_info))
+from bench._ms_databases import database_folders  # noqa: E402
+from storage.ms_database import records_by_task  # noqa: E402
+from tasks.tuning.hold import hold, write_database  # noqa: E402
 
 
 def main() -> None:
@@ -118,9 +67,10 @@ def main() -> None:
     tvm = load_tvm(profile.target)
     print(f"{args.network} ({args.graph}) on {profile.name}: tasks of >= {args.min_ms} ms a "
           f"call, their {args.top} best re-measured in {args.processes} fresh processes")
-    kept = hold(records_by_task(args.database), profile, args.top, args.processes,
-                args.min_ms / 1e3)
-    write_database(kept, Path(args.out))
+    tasks = records_by_task(args.database, profile.target)
+    heavy = [key for key, records in tasks.items() if records[0][0] >= args.min_ms / 1e3]
+    kept, _ = hold(tasks, heavy, profile, args.top, args.processes)
+    write_database(kept, Path(args.out), profile.target)
     relax_json = tvm.ir.save_json(import_to_relax(args.network, 1, None, args.graph))
     timed: dict[str, list[float]] = {"original": [], "held": []}
     for _ in range(args.timings):

@@ -45,6 +45,29 @@ def open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> An
                                     allow_missing=create)
 
 
+def valid_run_secs(record: Any) -> list[float] | None:
+    """A record's run seconds, or None where it has none or MetaSchedule marked it failed."""
+    secs = [float(s) for s in record.run_secs or []]
+    return secs if secs and max(secs) < MS_FAILED_RUN_SECS else None
+
+
+def records_by_task(work_dir: str | Path,
+                    target: Any = "llvm") -> dict[str, list[tuple[float, Any]]]:
+    """{workload hash: [(mean run seconds, record)] of its valid records, fastest first}."""
+    from core.tvm_env import structural_hash_hex
+
+    tasks: dict[str, list[tuple[float, Any]]] = {}
+    for record in open_json_database(Path(work_dir), create=False,
+                                     target=target).get_all_tuning_records():
+        secs = valid_run_secs(record)
+        if secs:
+            tasks.setdefault(structural_hash_hex(record.workload.mod), []).append(
+                (sum(secs) / len(secs), record))
+    for records in tasks.values():
+        records.sort(key=lambda pair: pair[0])
+    return tasks
+
+
 def _check_json_lines(path: Path) -> None:
     """Fail with the file and line number on the first line that is not a JSON array."""
     with path.open() as handle:

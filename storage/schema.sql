@@ -200,8 +200,11 @@ CREATE TABLE tuning_runs (
     features_extracted  BIGINT,               -- and extracted (NULL: MetaSchedule's XGB)
     warm_samples        INTEGER,              -- a warm start ranked per task (NULL: none)
     build_s             DOUBLE,               -- of measure_s, compiling candidates
-    online_half         INTEGER               -- a learned search's online model weighed half
+    online_half         INTEGER,              -- a learned search's online model weighed half
                                               -- at this many measurements a task (NULL: none)
+    held_tasks          INTEGER,              -- heavy tasks' picks measured again before the
+    held_changed        INTEGER,              -- build (tasks.tuning.hold), and of them changed
+    hold_s              DOUBLE                -- (NULL: not held; database_dir: the held one)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

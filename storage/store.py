@@ -119,6 +119,11 @@ class Store:
                 self.con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)",
                                  [version, name])
             done.append(version)
+        if done:
+            # fold the schema change into the file now: left in the write-ahead log (a
+            # checkpoint=False connection), DuckDB 1.5.6 cannot replay an ADD COLUMN on a table
+            # with a function default, and the store would not open again
+            self.con.execute("CHECKPOINT")
         return done
 
     def close(self) -> None:

@@ -128,8 +128,14 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     1,024 tries a small task on a lent H200, 2.3 of its 7 minutes)."""
     from core.pause import wait_while_paused
     from storage.store import Store
-    from tasks.sampling import (FEATURE_EXTRACTOR, SIMT_GIVE_UP_AFTER, SIMT_RULES,
-                                sample_candidates, uses_tensor_cores)
+    from tasks.sampling import (
+        FEATURE_EXTRACTOR,
+        SIMT_GIVE_UP_AFTER,
+        SIMT_RULES,
+        NoDesignSpace,
+        sample_candidates,
+        uses_tensor_cores,
+    )
 
     # no checkpoint per task (~2 s each on a seed-sized store, Store's docstring): the
     # collection's measuring and its run record, which follow, fold the log into the file
@@ -146,8 +152,25 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     if len(known) >= count:
         return {"new": 0, "invalid": 0}
     wait_while_paused()  # a benchmark asked for a quiet machine (core/pause.py)
-    space = {"give_up_after": SIMT_GIVE_UP_AFTER, "rules": SIMT_RULES} if simt else {}
-    candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known, **space)
+    simt_space = {"give_up_after": SIMT_GIVE_UP_AFTER, "rules": SIMT_RULES}
+    try:
+        candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known,
+                                                **(simt_space if simt else {}))
+    except NoDesignSpace as exc:
+        # one task TVM cannot span must not end a collection of hundreds (it did, session 51);
+        # on a GPU its SIMT space may still be there: sample that (a task of one kind only)
+        fallback = profile.target_kind == "cuda" and not simt
+        print(f"WARNING: task {task_id}: {exc}; "
+              + ("sampling its SIMT space (MetaSchedule's plain cuda rules) instead"
+                 if fallback else "no candidates for it"), flush=True)
+        if not fallback:
+            return {"new": 0, "invalid": 0}
+        try:
+            candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known,
+                                                    **simt_space)
+        except NoDesignSpace as again:
+            print(f"WARNING: task {task_id}: {again}; no candidates for it", flush=True)
+            return {"new": 0, "invalid": 0}
     with Store(db, checkpoint=False) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
     return {"new": new, "invalid": invalid}

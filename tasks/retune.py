@@ -383,7 +383,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "tuned_run_secs": result.tuned["run_secs"],
         "tuned_functions": result.tuned["tuned_functions"],
         "tir_functions": result.tuned["tir_functions"],
-        "database_dir": str(work_dir), "tvm_version": tvm_version(),
+        "database_dir": result.database_dir, "tvm_version": tvm_version(),
         "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
         "measure_s": result.measure_s, "build_s": result.build_s,
         "search_threads": result.search_threads,
@@ -394,6 +394,9 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "features_reused": (result.feature_cache or {}).get("hits"),
         "features_extracted": (result.feature_cache or {}).get("misses"),
         "online_half": result.online,
+        "held_tasks": result.held.heavy if result.held else None,
+        "held_changed": result.held.changed if result.held else None,
+        "hold_s": result.held.hold_s if result.held else None,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
@@ -411,4 +414,4 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
             "tuned_ms": round(result.tuned["latency_s"] * 1e3, 4),
             "speedup": round(result.speedup, 2), "stop_reason": result.stop_reason,
             "tasks_filled": row["tasks_filled"], "resumed_from": resumed,
-            "database_dir": str(work_dir), "measurements_stored": written}
+            "database_dir": result.database_dir, "measurements_stored": written}

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from core.errors import TenforgeError
 from core.tvm_env import load_tvm, trace_json
 
 FEATURE_EXTRACTOR = "per_store_feature_v1"  # MetaSchedule PerStoreFeature, 164-d, no workload
@@ -107,6 +108,12 @@ def as_candidates(context: Any, found: Sequence[tuple[str, Any, int, int]]) -> l
             for (h, sch, space_index, sch_seed), feats in zip(found, features)]
 
 
+class NoDesignSpace(TenforgeError):
+    """TVM failed to generate a task's design space under a rule set. Seen on TVM 0.27: the
+    H200's float16 EfficientNet squeeze-excite convolutions (1x1 spatial) fail in the CUDA
+    tensor-core rules with "Back optional access"; the plain `cuda` rules sample them."""
+
+
 def design_spaces(mod_json: str, target: dict, rand_state: int,
                   rules: str | None = None) -> tuple[Any, list[Any], Any]:
     """A task's TuneContext (its postprocessors: `context.space_generator.postprocs`), its
@@ -125,7 +132,12 @@ def design_spaces(mod_json: str, target: dict, rand_state: int,
         ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=rules, mutator_probs=rules)
     context = ms.TuneContext(mod, target=Target(target), space_generator=generator,
                              task_name="sample", rand_state=rand_state, num_threads=1)
-    spaces = [s.trace.simplified(remove_postproc=True) for s in context.generate_design_space()]
+    try:
+        generated = context.generate_design_space()
+    except RuntimeError as exc:  # e.g. tensor-core tiling of a float16 SE convolution on CUDA
+        raise NoDesignSpace(f"MetaSchedule could not build this task's design space ("
+                            f"{str(exc).strip().splitlines()[-1][:160]})") from None
+    spaces = [s.trace.simplified(remove_postproc=True) for s in generated]
     return context, spaces, s_tir.Schedule(mod)
 
 

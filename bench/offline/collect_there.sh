@@ -6,6 +6,7 @@
 #   e.g. bench/offline/collect_there.sh gpu-h100 resnet18,bert 32 /tmp/gpu.duckdb 8-15
 #   GRAPH=fp16 ... prepares the networks that way (collect --graph; fp16: tensor cores)
 #   SIMT=1 ... also samples each tensor-core task's SIMT space (collect --simt)
+#   BATCH=N, INPUT_SIZE=N ... collect --batch-size / --input-size (new shapes: new tasks)
 #
 # A GPU profile is declared in the file $TENFORGE_HARDWARE names (default: this script's
 # hardware.toml, an H100). Two collections may run at once (one per profile) on disjoint CORES
@@ -28,4 +29,5 @@ pin=()
 [ -n "$cores" ] && pin=(taskset -c "$cores")
 PREFECT_HOME=/tmp/prefect-$profile "${pin[@]}" python3 -m tenforge.cli collect \
     --hardware "$profile" --networks "$networks" --candidates "$candidates" --seed 0 --db "$db" \
-    ${GRAPH:+--graph "$GRAPH"} ${SIMT:+--simt}
+    ${GRAPH:+--graph "$GRAPH"} ${SIMT:+--simt} ${BATCH:+--batch-size "$BATCH"} \
+    ${INPUT_SIZE:+--input-size "$INPUT_SIZE"}

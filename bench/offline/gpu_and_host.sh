@@ -9,6 +9,8 @@
 # GPU_STORE=FILE[.xz]: start the GPU collect from a copy of a store bench/offline/presample.py
 # filled with the same networks, GPU_CANDIDATES (default 8), seed 0, graph fp16 and GPU_SIMT:
 # it then only measures.
+# GPU_BATCH / GPU_INPUT_SIZE and CPU_BATCH / CPU_INPUT_SIZE: each collect's --batch-size and
+# --input-size (a presampled GPU store must have been sampled with the same).
 #
 # The GPU's profile is named after the card nvidia-smi reports (gpu-h100 / gpu-h200, declared
 # in hardware.toml beside this script). A collection stopped at its deadline (SIGINT) keeps
@@ -36,11 +38,11 @@ case "${GPU_STORE:-}" in  # xz: a presampled store shrinks ~100x (its traces rep
     *.xz) xz -dc "$GPU_STORE" > /tmp/collect/gpu.duckdb ;;
     *) cp "$GPU_STORE" /tmp/collect/gpu.duckdb ;;
 esac
-GRAPH=fp16 SIMT=${GPU_SIMT:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
+GRAPH=fp16 SIMT=${GPU_SIMT:-} BATCH=${GPU_BATCH:-} INPUT_SIZE=${GPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
     "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" \
     > /tmp/collect/gpu.log 2>&1 &
 gpu_pid=$!
-GRAPH=${CPU_GRAPH:-blocked} SIMT= timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
+GRAPH=${CPU_GRAPH:-blocked} SIMT= BATCH=${CPU_BATCH:-} INPUT_SIZE=${CPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
     "$cpu_networks" 16 /tmp/collect/cpu.duckdb "0-$((half - 1))" > /tmp/collect/cpu.log 2>&1
 wait $gpu_pid
 export PYTHONPATH=/tmp/tenforge-site:$PWD TENFORGE_HARDWARE=$PWD/bench/offline/hardware.toml

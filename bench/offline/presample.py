@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--networks", required=True, help="comma-separated zoo networks")
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=1, help="as `collect --batch-size`")
+    parser.add_argument("--input-size", type=int, default=None,
+                        help="as `collect --input-size` (default: each network's own)")
     parser.add_argument("--graph", choices=CHOICES, default="exported")
     parser.add_argument("--simt", action="store_true", help="as `collect --simt`")
     parser.add_argument("--db", required=True)
@@ -48,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.simt and profile.target_kind != "cuda":
             raise TenforgeError(f"--simt needs a CUDA profile; {profile.name!r} is "
                                 f"{profile.target_kind}")
-        check_positive_ints(candidates=args.candidates)
+        check_positive_ints(candidates=args.candidates, batch_size=args.batch_size)
+        if args.input_size is not None:
+            check_positive_ints(input_size=args.input_size)
         # as collect does ("blocked" is asked for, never imported: the profile's own block)
         graph = resolve_graph(args.graph, profile.target_kind,
                               profile.features.get("vector_unit_bytes", 0))
@@ -58,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     task_ids: list[int] = []
     for network in args.networks.split(","):
-        task_ids += register_network(args.db, profile, network, 1, None, graph)
+        task_ids += register_network(args.db, profile, network, args.batch_size,
+                                     args.input_size, graph)
     task_ids = list(dict.fromkeys(task_ids))
     for n, task_id in enumerate(task_ids, 1):
         got = sample_task(args.db, profile, task_id, args.candidates, args.seed)

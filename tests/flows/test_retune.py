@@ -82,7 +82,13 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     assert re.search(r"\(\d+ s building and running candidates, \d+ s of it building; \d+ s "
                      r"searching on \d+ threads\)", said)
     assert manifest["tuning_id"] == run["tuning_id"] and manifest["scheduled_functions"] == 2
-    records = Path(run["database_dir"]) / "database_tuning_record.json"
+    # compiled from the held database (one record per task; tasks.tuning.hold) beside the
+    # search's: this network's tasks are too light to measure again
+    assert Path(run["database_dir"]).name == "held"
+    assert (run["held_tasks"], run["held_changed"]) == (0, 0) and run["hold_s"] >= 0
+    held = Path(run["database_dir"]) / "database_tuning_record.json"
+    assert len(held.read_text().splitlines()) == 2
+    records = Path(run["database_dir"]).parent / "database_tuning_record.json"
     assert len(records.read_text().splitlines()) == 16  # exported MetaSchedule database
     with Store(db, read_only=True) as store:
         curve = store.query("SELECT trials, estimated_latency_s FROM tuning_curve WHERE "

@@ -105,3 +105,22 @@ def test_the_store_opens_in_the_duckdb_command_line_tool(db):
                           "v_measurements"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["n", "0"]
+
+
+def test_a_store_upgraded_by_a_connection_that_skips_its_checkpoint_opens_again(tmp_path):
+    # DuckDB 1.5.6 cannot replay an ALTER TABLE ADD COLUMN from the write-ahead log on a
+    # table with a function default (tuning_runs.created_at): "Calling DatabaseManager::
+    # GetDefaultDatabase with no default database set", and the store would not open. A
+    # presample upgraded its store that way mid-run (session 51); migrations checkpoint now.
+    path = tmp_path / "old.duckdb"
+    with Store(path):
+        pass
+    con = duckdb.connect(str(path))
+    for column in ("held_tasks", "held_changed", "hold_s"):
+        con.execute(f"ALTER TABLE tuning_runs DROP COLUMN {column}")
+    con.execute("DELETE FROM schema_migrations WHERE version = 19")
+    con.close()
+    with Store(path, checkpoint=False) as store:
+        assert store.scalar("SELECT count(*) FROM schema_migrations") == len(migrations())
+    with Store(path) as store:
+        assert store.scalar("SELECT count(*) FROM schema_migrations") == len(migrations())

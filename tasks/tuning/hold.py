@@ -1,0 +1,135 @@
+"""Before compiling a tuned network: the heaviest tasks' picks measured again in fresh processes
+(the "held" database the build then uses).
+
+Why: a search measures every candidate in one runner process, and a schedule's speed can depend
+on the process it runs in. On the Zen 5 a family of BERT FFN-matmul schedules measured 3.0 ms in
+its search and ran 3.2 ms in 2 of 8 fresh processes and 5.1-5.4 ms in the other 6; the search's
+database held ten records of that family on top, so the build took one, and BERT ran 146 ms
+against its 108 ms estimate. Re-measuring each heavy task's top records in two fresh processes
+and keeping the one whose worse process was fastest took that build to 119 ms, and left
+builds without the problem level (bench/hold_check.py; docs/tuning-results.md, fiftieth
+session).
+
+A task is heavy when its best record, times its occurrences, is at least `share` of the
+network's estimate (the sum over tasks) and at least HOLD_MIN_S: the few tasks a wrong pick
+would cost the most. The
+held database has one record per task: a heavy task's pick with the run times of its worse
+fresh process, every other task's best as the search recorded it. The search's own database is
+left as it is (a resumed run, the store's write-back and later searches read all of it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from core.hardware import HardwareProfile
+from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database, records_by_task
+
+HOLD_SHARE = 0.05  # a task is heavy from this part of the estimate on
+# ... and from this much of it on (seconds): below, a wrong pick costs little, and a tiny
+# network (the tests', the pipeline's) is not held at all
+HOLD_MIN_S = 0.5e-3
+HOLD_TOP = 8  # a heavy task's best records measured again (the BERT family above: top 10)
+HOLD_PROCESSES = 2  # fresh processes each is measured in (the slow mode: 3 in 4 processes)
+HELD_DIR = "held"  # the held database's folder, inside the search's
+
+Kept = dict[str, tuple[list[float], Any]]  # workload hash -> (run seconds to record, record)
+
+
+@dataclass
+class HoldResult:
+    database_dir: str  # the held database (what to compile with)
+    heavy: int  # tasks whose picks were measured again
+    changed: int  # of them, tasks whose pick is not the search's best
+    measured: int  # measurements taken (records x processes)
+    hold_s: float  # wall time, building included
+
+
+def heavy_tasks(best_s: dict[str, float], weights: dict[str, float], share: float,
+                min_s: float = HOLD_MIN_S) -> list[str]:
+    """The tasks whose best x occurrences is at least `share` of the sum over all tasks and at
+    least `min_s`, most expensive first (tasks without a weight count once)."""
+    cost = {key: secs * weights.get(key, 1.0) for key, secs in best_s.items()}
+    floor = max(share * sum(cost.values()), min_s)
+    return sorted((key for key, c in cost.items() if c >= floor), key=lambda key: -cost[key])
+
+
+def hold(tasks: dict[str, list[tuple[float, Any]]], heavy: list[str], profile: HardwareProfile,
+         top: int, processes: int, report: Callable[[str], None] = print) -> tuple[Kept, int]:
+    """Every task's best record, except that a `heavy` task keeps the one of its `top` best whose
+    worse mean over `processes` fresh Measurers is lowest, with that process's run times.
+    Returns those and the number of measurements taken."""
+    from core.records import MeasureJob
+    from core.tvm_env import load_tvm, trace_json
+    from tasks.measure import Measurer
+
+    kept = {key: ([float(s) for s in records[0][1].run_secs], records[0][1])
+            for key, records in tasks.items()}
+    if not heavy:
+        return kept, 0
+    tvm = load_tvm(profile.target)
+    jobs, owners = [], []
+    for key in heavy:
+        for mean, record in tasks[key][:top]:
+            jobs.append(MeasureJob(len(jobs), key, tvm.ir.save_json(record.workload.mod),
+                                   trace_json(record.trace), 1.0))
+            owners.append((key, mean, record))
+    worst: list[tuple[float, list[float]]] = [(0.0, [])] * len(jobs)
+    for _ in range(processes):
+        with Measurer(profile) as measurer:  # a fresh worker process each time
+            for i, result in enumerate(measurer.measure(jobs)):
+                secs = list(result.run_secs) or [MS_FAILED_RUN_SECS]
+                mean = sum(secs) / len(secs)
+                if mean > worst[i][0]:
+                    worst[i] = (mean, secs)
+    for key in heavy:
+        mine = [i for i, (owner, _, _) in enumerate(owners) if owner == key]
+        pick = min(mine, key=lambda i: worst[i][0])
+        if worst[pick][0] >= MS_FAILED_RUN_SECS:  # nothing ran again: keep what the search saw
+            report(f"  task {key[:12]}: none of its {len(mine)} best ran again; kept its best")
+            continue
+        report(f"  task {key[:12]}: best recorded {owners[mine[0]][1] * 1e3:.3f} ms, fresh "
+               f"{worst[mine[0]][0] * 1e3:.3f}; kept #{mine.index(pick) + 1} of {len(mine)}: "
+               f"recorded {owners[pick][1] * 1e3:.3f}, fresh {worst[pick][0] * 1e3:.3f}")
+        kept[key] = (worst[pick][1], owners[pick][2])
+    return kept, len(jobs) * processes
+
+
+def write_database(kept: Kept, folder: Path, target: Any = "llvm") -> None:
+    """A MetaSchedule JSON database in `folder` (new) holding one record per task."""
+    folder.mkdir(parents=True, exist_ok=False)
+    database = open_json_database(folder, create=True, target=target)
+    from tvm.s_tir import meta_schedule as ms
+
+    for secs, record in kept.values():
+        workload = database.commit_workload(record.workload.mod)
+        database.commit_tuning_record(ms.database.TuningRecord(
+            record.trace, workload, run_secs=secs, target=record.target,
+            args_info=record.args_info))
+
+
+def hold_database(work_dir: str | Path, weights: dict[str, float], profile: HardwareProfile,
+                  share: float = HOLD_SHARE, top: int = HOLD_TOP,
+                  processes: int = HOLD_PROCESSES, min_s: float = HOLD_MIN_S,
+                  report: Callable[[str], None] = print) -> HoldResult:
+    """Write the held database of the search database in `work_dir` to `work_dir`/held
+    (replacing one a resumed run left there); `weights`: workload hash -> occurrences."""
+    import shutil
+
+    started = time.monotonic()
+    tasks = records_by_task(work_dir, profile.target)
+    heavy = heavy_tasks({key: records[0][0] for key, records in tasks.items()}, weights, share,
+                        min_s)
+    report(f"hold: the best {top} of {len(heavy)} task(s) weighing >= {share:.0%} of the "
+           f"estimate and >= {min_s * 1e3:g} ms each, measured again in {processes} fresh "
+           "processes")
+    kept, measured = hold(tasks, heavy, profile, top, processes, report)
+    folder = Path(work_dir) / HELD_DIR
+    if folder.exists():
+        shutil.rmtree(folder)
+    write_database(kept, folder, profile.target)
+    changed = sum(kept[key][1] is not tasks[key][0][1] for key in heavy)
+    return HoldResult(str(folder), len(heavy), changed, measured, time.monotonic() - started)

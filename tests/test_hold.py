@@ -1,0 +1,54 @@
+"""tasks/tuning/hold.py (and bench/hold_check.py, which uses it): the held database keeps each
+task's best record, and for a heavy task the re-measured record of its top few that held up
+best in fresh processes (tiny matmuls, really built and run)."""
+
+import pytest
+
+from storage.ms_database import records_by_task
+from tasks.tuning.hold import HELD_DIR, heavy_tasks, hold, hold_database, write_database
+from tests.test_task_bests import _database
+
+
+def test_heavy_tasks_are_those_carrying_a_share_of_the_estimate_by_occurrences():
+    best = {"a": 1.0, "b": 0.5, "c": 0.01}
+    assert heavy_tasks(best, {"a": 1, "b": 4, "c": 10}, 0.2) == ["b", "a"]  # 2.0, 1.0 of 3.1
+    assert heavy_tasks(best, {}, 0.5) == ["a"]  # no weight: once each
+    assert heavy_tasks(best, {}, 0.2, min_s=0.6) == ["a"]  # b's 0.5 s is 33% but under 0.6 s
+    assert heavy_tasks({"a": 1e-6}, {}, 0.05) == []  # all of a tiny network, under HOLD_MIN_S
+    assert heavy_tasks({}, {}, 0.05) == []
+
+
+def test_light_tasks_keep_their_best_and_the_held_database_has_one_record_each(tmp_path):
+    folder = _database(tmp_path / "a", {4: [3e-6, 1e10, 2e-6], 16: [9e-6, 8e-6]})
+    tasks = records_by_task(folder)
+    assert sorted(len(r) for r in tasks.values()) == [2, 2]  # the failed record left out
+    kept, measured = hold(tasks, [], profile=None, top=2, processes=1, report=lambda _: None)
+    assert measured == 0
+    assert sorted(secs for secs, _ in kept.values()) == [[2e-6], [8e-6]]
+    write_database(kept, tmp_path / "held")
+    again = records_by_task(str(tmp_path / "held"))
+    assert sorted(r[0][0] for r in again.values()) == pytest.approx([2e-6, 8e-6])
+    assert all(len(r) == 1 for r in again.values())
+
+
+@pytest.mark.slow
+def test_a_heavy_task_keeps_the_record_whose_worst_fresh_measurement_is_lowest(tmp_path):
+    from tasks.hardware import resolve_profile
+
+    folder = _database(tmp_path / "a", {64: [3e-6, 4e-6, 5e-6], 4: [1e-9]})
+    said: list[str] = []
+    result = hold_database(folder, {}, resolve_profile("local-1t"), share=0.5, top=2,
+                           processes=2, min_s=0.0, report=said.append)
+    assert (result.heavy, result.measured) == (1, 4)  # the 64-row matmul, 2 records x 2
+    assert result.database_dir == str(tmp_path / "a" / HELD_DIR)
+    assert len(said) == 2 and "of 2" in said[1]
+    held = records_by_task(result.database_dir)
+    assert sorted(len(r) for r in held.values()) == [1, 1]
+    [heavy] = [r[0] for r in held.values() if r[0][0] > 1e-9]
+    assert 0 < heavy[0] < 1e-2 and heavy[0] not in (3e-6, 4e-6)  # measured now
+    assert result.changed in (0, 1)  # the records share one (empty) trace: either may win
+    # run again (a resumed run), the held folder is replaced, the search's left alone
+    again = hold_database(folder, {}, resolve_profile("local-1t"), share=0.5, top=1,
+                          processes=1, min_s=0.0, report=said.append)
+    assert (again.heavy, again.measured, again.changed) == (1, 1, 0)
+    assert sorted(len(r) for r in records_by_task(folder).values()) == [1, 3]
