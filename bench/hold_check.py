@@ -6,15 +6,18 @@ FFN-matmul schedules measured 3.0 ms there and ran 3.2 ms in 2 of 8 fresh proces
 5.1-5.4 ms in 6 (other schedules of the task: 2.7-2.9 ms in all 8); the database's top 10
 records of that task were all of that family (docs/tuning-results.md, fiftieth session).
 
-The held database keeps every task's best record, except for tasks whose best runs at least
-`--min-ms` a call: their `--top` best records are measured again in `--processes` fresh
-Measurers (fresh worker processes), and the record with the lowest worst-process mean is kept,
-with those run times. The original database is not modified. Then both are compiled and timed
-end to end `--timings` times each, alternating, each in a fresh Measurer.
+The held database is the one a retune now compiles from (tasks.tuning.hold): every task's best
+record, except for heavy tasks, whose `--top` best records are measured again in `--processes`
+fresh Measurers (fresh worker processes); the record with the lowest worst-process mean is
+kept, with those run times. A task is heavy as a retune decides (best x occurrences at least
+`--share` of the estimate and `--floor-ms`; the defaults are the retune's), or with
+`--min-ms`, where its best runs at least that long a call (session 50's rule). The original
+database is not modified. Then both are compiled and timed end to end `--timings` times each,
+alternating, each in a fresh Measurer.
 
     taskset -c 0 .venv/bin/python bench/hold_check.py --network bert --graph nchw16c \\
-        --database DIR --out HELD_DIR [--hardware local-1t] [--top 16] [--processes 2] \\
-        [--min-ms 1.0] [--timings 3]
+        --database DIR --out HELD_DIR [--hardware local-1t] [--top 8] [--processes 2] \\
+        [--share 0.05] [--floor-ms 0.5 | --min-ms 1.0] [--timings 3]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,7 +37,25 @@ bootstrap()
 
 from bench._ms_databases import database_folders  # noqa: E402
 from storage.ms_database import records_by_task  # noqa: E402
-from tasks.tuning.hold import hold, write_database  # noqa: E402
+from tasks.tuning.hold import (  # noqa: E402
+    HOLD_MIN_S,
+    HOLD_PROCESSES,
+    HOLD_SHARE,
+    HOLD_TOP,
+    heavy_tasks,
+    hold,
+    write_database,
+)
+
+
+def occurrences(tvm: Any, relax_mod: Any, target: Any) -> dict[str, float]:
+    """{workload hash: occurrences} of the network's tasks, as a retune weighs them."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from core.tvm_env import structural_hash_hex
+
+    return {structural_hash_hex(t.dispatched[0]): float(t.weight)
+            for t in ms.relax_integration.extract_tasks(relax_mod, tvm.target.Target(target))}
 
 
 def main() -> None:
@@ -43,9 +65,12 @@ def main() -> None:
     parser.add_argument("--database", required=True)
     parser.add_argument("--out", required=True, help="the held database's folder (new)")
     parser.add_argument("--hardware", default="local-1t")
-    parser.add_argument("--top", type=int, default=16)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--min-ms", type=float, default=1.0)
+    parser.add_argument("--top", type=int, default=HOLD_TOP)
+    parser.add_argument("--processes", type=int, default=HOLD_PROCESSES)
+    parser.add_argument("--share", type=float, default=HOLD_SHARE)
+    parser.add_argument("--floor-ms", type=float, default=HOLD_MIN_S * 1e3)
+    parser.add_argument("--min-ms", type=float, default=None,
+                        help="heavy: a best of at least this a call (instead of --share)")
     parser.add_argument("--timings", type=int, default=3)
     args = parser.parse_args()
     if min(args.top, args.processes, args.timings) < 1:
@@ -65,13 +90,21 @@ def main() -> None:
 
     profile = resolve_profile(args.hardware)
     tvm = load_tvm(profile.target)
-    print(f"{args.network} ({args.graph}) on {profile.name}: tasks of >= {args.min_ms} ms a "
-          f"call, their {args.top} best re-measured in {args.processes} fresh processes")
+    relax_mod = import_to_relax(args.network, 1, None, args.graph)
+    relax_json = tvm.ir.save_json(relax_mod)
     tasks = records_by_task(args.database, profile.target)
-    heavy = [key for key, records in tasks.items() if records[0][0] >= args.min_ms / 1e3]
+    if args.min_ms is not None:
+        rule = f"tasks of >= {args.min_ms} ms a call"
+        heavy = [key for key, records in tasks.items() if records[0][0] >= args.min_ms / 1e3]
+    else:
+        rule = f"tasks of >= {args.share:.0%} of the estimate and >= {args.floor_ms} ms"
+        heavy = heavy_tasks({key: records[0][0] for key, records in tasks.items()},
+                            occurrences(tvm, relax_mod, profile.target), args.share,
+                            args.floor_ms / 1e3)
+    print(f"{args.network} ({args.graph}) on {profile.name}: {len(heavy)} {rule}, their "
+          f"{args.top} best re-measured in {args.processes} fresh processes")
     kept, _ = hold(tasks, heavy, profile, args.top, args.processes)
     write_database(kept, Path(args.out), profile.target)
-    relax_json = tvm.ir.save_json(import_to_relax(args.network, 1, None, args.graph))
     timed: dict[str, list[float]] = {"original": [], "held": []}
     for _ in range(args.timings):
         for name, folder in (("original", args.database), ("held", args.out)):

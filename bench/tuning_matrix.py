@@ -406,7 +406,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         eager = torch_eager_ms_fresh(network, profile.num_threads, runs=30)
         # the tuned network once more, after PyTorch, in a fresh worker: a cell whose two
         # readings disagree (instant-share s2: 91.4 ms, re-timed 75.5) says so itself
-        again = time_tuned_again(profile, network, graph, database)
+        again = time_tuned_again(profile, network, graph, Path(result.database_dir))
         ticks["end"] = other_cpu_ticks()
     wall = time.time() - began
     # the rest of the machine's load while searching, and while timing tuned and torch (the
@@ -432,6 +432,11 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "refit_every": settings["refit_every"],
         "online": settings["online"],
         "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
+        # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells
+        # before 2026-11-28 15:00 have no such key: compiled from the search's database)
+        "held": None if result.held is None else {
+            "tasks": result.held.heavy, "changed": result.held.changed,
+            "measured": result.held.measured, "hold_s": round(result.held.hold_s, 1)},
         "scheduler": settings["scheduler"],  # cells before 2026-11-27 21:00: gradient (or instant)
         "graph": graph,
         "torch_timing": "fresh process",  # before 2026-11-23 22:30: in the bench's process
@@ -457,7 +462,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
 
 
 def time_tuned_again(profile: Any, network: str, graph: str, database: Path) -> float:
-    """The tuned network's median ms of 20 runs, compiled from its database in a new worker."""
+    """The tuned network's median ms of 20 runs, compiled from the database it was compiled
+    from (the held one where there is one) in a new worker."""
     from core.tvm_env import load_tvm
     from tasks.measure import Measurer
     from tasks.workloads import import_to_relax
