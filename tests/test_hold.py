@@ -52,3 +52,23 @@ def test_a_heavy_task_keeps_the_record_whose_worst_fresh_measurement_is_lowest(t
                           processes=1, min_s=0.0, report=said.append)
     assert (again.heavy, again.measured, again.changed) == (1, 1, 0)
     assert sorted(len(r) for r in records_by_task(folder).values()) == [1, 3]
+
+
+def test_a_hold_that_stops_leaves_the_build_to_the_searchs_database(tmp_path, monkeypatch):
+    import tasks.tuning.hold as hold_module
+    from tasks.hardware import resolve_profile
+    from tasks.tuning.hold import try_hold
+
+    folder = _database(tmp_path / "a", {4: [3e-6, 2e-6]})
+    said: list[str] = []
+    held = try_hold(folder, {}, resolve_profile("local-1t"), 0.05, 16, said.append)
+    assert (held.heavy, held.measured) == (0, 0)  # a tiny task: nothing measured again
+    assert said[-1] == "hold: 0 of 0 heavy task(s) changed pick after 0 measurements in 0 s"
+    for failure in (KeyboardInterrupt(), RuntimeError("Check failed: x\n")):
+        def stops(*args, failure=failure, **kwargs):
+            raise failure
+
+        monkeypatch.setattr(hold_module, "hold_database", stops)
+        assert try_hold(folder, {}, resolve_profile("local-1t"), 0.05, 16, said.append) is None
+        assert said[-1].startswith(f"hold stopped ({type(failure).__name__}") and \
+            said[-1].endswith("compiling from the search's database")

@@ -135,3 +135,22 @@ def hold_database(work_dir: str | Path, weights: dict[str, float], profile: Hard
     write_database(kept, folder, profile.target)
     changed = sum(kept[key][1] is not tasks[key][0][1] for key in heavy)
     return HoldResult(str(folder), len(heavy), changed, measured, time.monotonic() - started)
+
+
+def try_hold(work_dir: str | Path, weights: dict[str, float], profile: HardwareProfile,
+             share: float, top: int, report: Callable[[str], None]) -> HoldResult | None:
+    """hold_database, said in one line; None where it stopped (the build then uses the search's
+    database): Ctrl-C stops a hold as the first one stops a search (a second one aborts the
+    build that follows, as it would have), and a TVM or worker failure costs the hold only."""
+    from core.errors import TenforgeError
+    from tasks.measure import WorkerFailure
+
+    try:
+        held = hold_database(work_dir, weights, profile, share, top, report=report)
+    except (KeyboardInterrupt, RuntimeError, WorkerFailure, TenforgeError) as exc:
+        report(f"hold stopped ({type(exc).__name__}: {str(exc).strip()[-200:]}); compiling "
+               "from the search's database")
+        return None
+    report(f"hold: {held.changed} of {held.heavy} heavy task(s) changed pick after "
+           f"{held.measured} measurements in {held.hold_s:.0f} s")
+    return held

@@ -25,7 +25,7 @@ from tasks.tuning.contexts import (
     search_population,
     tune_contexts,
 )
-from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, HoldResult, hold_database
+from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, HoldResult, try_hold
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
@@ -356,10 +356,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         held = None
         if hold_top and log.final_reason() != "interrupt" and log.trials:
             weights = {structural_hash_hex(t.dispatched[0]): float(t.weight) for t in extracted}
-            held = hold_database(work_dir, weights, profile, hold_share, hold_top,
-                                 report=report)
-            report(f"hold: {held.changed} of {held.heavy} heavy task(s) changed pick after "
-                   f"{held.measured} measurements in {held.hold_s:.0f} s")
+            held = try_hold(work_dir, weights, profile, hold_share, hold_top, report)
         database_dir = held.database_dir if held else str(work_dir)
         try:
             tuned = measurer.run_network(relax_json, database_dir, repeat=e2e_repeat)
