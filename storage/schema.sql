@@ -353,3 +353,17 @@ CREATE TABLE workloads (
     target_json         VARCHAR NOT NULL,
     registered_at       TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
+
+-- A task whose design space gave fewer distinct candidates than a collect asked for (per
+-- profile, seed and space): seeded sampling would find nothing new below `asked`, so the next
+-- collect skips it (tasks.collect.sample_task; migration 020).
+CREATE TABLE sampled_out (
+    task_id     INTEGER NOT NULL,
+    hardware_id INTEGER NOT NULL,
+    seed        BIGINT NOT NULL,
+    space       VARCHAR NOT NULL,   -- default | simt (collect --simt)
+    asked       INTEGER NOT NULL,   -- distinct candidates asked for
+    found       INTEGER NOT NULL,   -- distinct candidates the task had after sampling
+    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    PRIMARY KEY (task_id, hardware_id, seed, space)
+);

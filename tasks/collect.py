@@ -125,8 +125,13 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
     cores, tasks.sampling.SIMT_RULES), after the default space's: its stored candidates that
     use no tensor core count towards it. A task none of whose candidates uses a tensor core
     has no other space, so it is left alone (sampling it again found nothing new, slowly:
-    1,024 tries a small task on a lent H200, 2.3 of its 7 minutes)."""
+    1,024 tries a small task on a lent H200, 2.3 of its 7 minutes).
+
+    Sampling is seeded: a task whose space gave fewer than `count` is noted (table
+    sampled_out), and asking again with the same seed for no more is skipped (a lease
+    re-sampled a presampled store's exhausted tasks for ~100 s of its 7 minutes)."""
     from core.pause import wait_while_paused
+    from storage.sampled_out import note_sampled_out, sampled_out
     from storage.store import Store
     from tasks.sampling import (
         FEATURE_EXTRACTOR,
@@ -137,10 +142,13 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
         uses_tensor_cores,
     )
 
+    space = "simt" if simt else "default"
     # no checkpoint per task (~2 s each on a seed-sized store, Store's docstring): the
     # collection's measuring and its run record, which follow, fold the log into the file
     with Store(db, checkpoint=False) as store:
         hardware_id = store.hardware_id(profile.name)  # registered by register_network
+        if sampled_out(store, task_id, hardware_id, seed, space) >= count:
+            return {"new": 0, "invalid": 0}
         if simt:
             traces = store.candidate_traces(task_id, hardware_id)
             if not any(uses_tensor_cores(trace) for _, trace in traces):
@@ -163,16 +171,18 @@ def sample_task(db: str, profile: HardwareProfile, task_id: int, count: int,
         print(f"WARNING: task {task_id}: {exc}; "
               + ("sampling its SIMT space (MetaSchedule's plain cuda rules) instead"
                  if fallback else "no candidates for it"), flush=True)
-        if not fallback:
-            return {"new": 0, "invalid": 0}
-        try:
-            candidates, invalid = sample_candidates(mod_json, profile.target, count, seed, known,
-                                                    **simt_space)
-        except NoDesignSpace as again:
-            print(f"WARNING: task {task_id}: {again}; no candidates for it", flush=True)
-            return {"new": 0, "invalid": 0}
+        candidates, invalid = [], 0
+        if fallback:
+            try:
+                candidates, invalid = sample_candidates(mod_json, profile.target, count, seed,
+                                                        known, **simt_space)
+            except NoDesignSpace as again:
+                print(f"WARNING: task {task_id}: {again}; no candidates for it", flush=True)
     with Store(db, checkpoint=False) as store, store.transaction():
         new = store.insert_candidates(task_id, hardware_id, candidates, extractor=FEATURE_EXTRACTOR)
+        if len(known) + len(candidates) < count:  # the space gave what it has for this seed
+            note_sampled_out(store, task_id, hardware_id, seed, space, count,
+                             len(known) + len(candidates))
     return {"new": new, "invalid": invalid}
 
 

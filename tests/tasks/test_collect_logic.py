@@ -85,6 +85,36 @@ def test_a_task_without_a_design_space_is_skipped_or_sampled_in_its_simt_space(d
     [task_id] = register_network(db, cpu, "matmul", 1)
     assert sample_task(db, cpu, task_id, 3, seed=0) == {"new": 0, "invalid": 0}
     assert "no candidates for it" in capsys.readouterr().out
+    sample_task(db, cpu, task_id, 3, seed=0)
+    assert capsys.readouterr().out == ""  # on record as sampled out: not tried again
     gpu = dataclasses.replace(cpu, target={**cpu.target, "kind": "cuda"})
-    got = sample_task(db, gpu, task_id, 3, seed=0)
+    got = sample_task(db, gpu, task_id, 3, seed=1)
     assert got["new"] == 3 and "sampling its SIMT space" in capsys.readouterr().out
+
+
+def test_a_task_sampled_out_for_a_seed_is_not_sampled_again_for_as_many(db, monkeypatch):
+    """Seeded sampling draws the same samples again: a task whose space gave 2 of the 5 asked
+    for is skipped when asked again for up to 5 with that seed (a lease spent ~100 s of 7
+    minutes re-drawing a presampled store's exhausted tasks), sampled for more or another."""
+    import tasks.sampling
+    from tasks.sampling import sample_candidates
+
+    calls: list[tuple[int, int]] = []
+
+    def small_space(mod_json, target, count, seed, known=(), **kwargs):
+        calls.append((count, seed))
+        return sample_candidates(mod_json, target, min(count, 2), seed, known, **kwargs)
+
+    monkeypatch.setattr(tasks.sampling, "sample_candidates", small_space)
+    cpu = resolve_profile("local-1t")
+    [task_id] = register_network(db, cpu, "matmul", 1)
+    assert sample_task(db, cpu, task_id, 5, seed=0)["new"] == 2
+    assert sample_task(db, cpu, task_id, 5, seed=0) == {"new": 0, "invalid": 0}
+    assert sample_task(db, cpu, task_id, 4, seed=0) == {"new": 0, "invalid": 0}
+    assert calls == [(5, 0)]  # neither asked the sampler again
+    sample_task(db, cpu, task_id, 6, seed=0)  # more than on record: sampled
+    sample_task(db, cpu, task_id, 5, seed=1)  # another seed: sampled
+    assert calls == [(5, 0), (6, 0), (5, 1)]
+    with Store(db, read_only=True) as store:
+        assert store.query("SELECT seed, space, asked, found FROM sampled_out ORDER BY seed") \
+            == [(0, "default", 6, 2), (1, "default", 5, 2)]
