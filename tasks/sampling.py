@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from core.errors import TenforgeError
 from core.tvm_env import load_tvm, trace_json
 
 FEATURE_EXTRACTOR = "per_store_feature_v1"  # MetaSchedule PerStoreFeature, 164-d, no workload
@@ -108,10 +107,12 @@ def as_candidates(context: Any, found: Sequence[tuple[str, Any, int, int]]) -> l
             for (h, sch, space_index, sch_seed), feats in zip(found, features)]
 
 
-class NoDesignSpace(TenforgeError):
+class NoDesignSpace(RuntimeError):
     """TVM failed to generate a task's design space under a rule set. Seen on TVM 0.27: the
     H200's float16 EfficientNet squeeze-excite convolutions (1x1 spatial) fail in the CUDA
-    tensor-core rules with "Back optional access"; the plain `cuda` rules sample them."""
+    tensor-core rules with "Back optional access"; the plain `cuda` rules sample them. A
+    RuntimeError, as TVM's own was: a search's warm start or fill survives it as before
+    (tasks.tuning.log.survive_search_errors)."""
 
 
 def design_spaces(mod_json: str, target: dict, rand_state: int,
