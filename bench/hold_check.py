@@ -7,16 +7,17 @@ FFN-matmul schedules measured 3.0 ms there and ran 3.2 ms in 2 of 8 fresh proces
 records of that task were all of that family (docs/tuning-results.md, fiftieth session).
 
 The held database is the one a retune now compiles from (tasks.tuning.hold): every task's best
-record, except for heavy tasks, whose `--top` best records are measured again in `--processes`
-fresh Measurers (fresh worker processes); the record with the lowest worst-process mean is
-kept, with those run times. A task is heavy as a retune decides (best x occurrences at least
-`--share` of the estimate and `--floor-ms`; the defaults are the retune's), or with
+record, except for heavy tasks: each one's best is measured again in `--processes` fresh
+Measurers (fresh worker processes), and where it ran over 10% slower than recorded its `--top`
+best are; the record with the lowest worst-process mean is kept, with those run times. A task
+is heavy as a retune decides (best x occurrences at least `--share` of the estimate and
+`--floor-ms`; the defaults are the retune's), or with
 `--min-ms`, where its best runs at least that long a call (session 50's rule). The original
 database is not modified. Then both are compiled and timed end to end `--timings` times each,
 alternating, each in a fresh Measurer.
 
     taskset -c 0 .venv/bin/python bench/hold_check.py --network bert --graph nchw16c \\
-        --database DIR --out HELD_DIR [--hardware local-1t] [--top 8] [--processes 2] \\
+        --database DIR --out HELD_DIR [--hardware local-1t] [--top 16] [--processes 2] \\
         [--share 0.05] [--floor-ms 0.5 | --min-ms 1.0] [--timings 3]
 """
 
@@ -26,7 +27,6 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -44,18 +44,9 @@ from tasks.tuning.hold import (  # noqa: E402
     HOLD_TOP,
     heavy_tasks,
     hold,
+    occurrences,
     write_database,
 )
-
-
-def occurrences(tvm: Any, relax_mod: Any, target: Any) -> dict[str, float]:
-    """{workload hash: occurrences} of the network's tasks, as a retune weighs them."""
-    from tvm.s_tir import meta_schedule as ms
-
-    from core.tvm_env import structural_hash_hex
-
-    return {structural_hash_hex(t.dispatched[0]): float(t.weight)
-            for t in ms.relax_integration.extract_tasks(relax_mod, tvm.target.Target(target))}
 
 
 def main() -> None:
@@ -90,6 +81,8 @@ def main() -> None:
 
     profile = resolve_profile(args.hardware)
     tvm = load_tvm(profile.target)
+    from tvm.s_tir import meta_schedule as ms
+
     relax_mod = import_to_relax(args.network, 1, None, args.graph)
     relax_json = tvm.ir.save_json(relax_mod)
     tasks = records_by_task(args.database, profile.target)
@@ -99,10 +92,12 @@ def main() -> None:
     else:
         rule = f"tasks of >= {args.share:.0%} of the estimate and >= {args.floor_ms} ms"
         heavy = heavy_tasks({key: records[0][0] for key, records in tasks.items()},
-                            occurrences(tvm, relax_mod, profile.target), args.share,
-                            args.floor_ms / 1e3)
-    print(f"{args.network} ({args.graph}) on {profile.name}: {len(heavy)} {rule}, their "
-          f"{args.top} best re-measured in {args.processes} fresh processes")
+                            occurrences(ms.relax_integration.extract_tasks(
+                                relax_mod, tvm.target.Target(profile.target))),
+                            args.share, args.floor_ms / 1e3)
+    print(f"{args.network} ({args.graph}) on {profile.name}: {len(heavy)} {rule}; their best "
+          f"re-measured in {args.processes} fresh processes, their {args.top} best where it "
+          "slipped")
     kept, _ = hold(tasks, heavy, profile, args.top, args.processes)
     write_database(kept, Path(args.out), profile.target)
     timed: dict[str, list[float]] = {"original": [], "held": []}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from core.hardware import HardwareProfile
 from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database, records_by_task
@@ -52,6 +52,14 @@ class HoldResult:
     changed: int  # of them, tasks whose pick is not the search's best
     measured: int  # measurements taken (records x processes)
     hold_s: float  # wall time, building included
+
+
+def occurrences(extracted: Sequence[Any]) -> dict[str, float]:
+    """{workload hash: occurrences} of MetaSchedule's extracted tasks (the weights the estimate
+    and heavy_tasks use)."""
+    from core.tvm_env import structural_hash_hex
+
+    return {structural_hash_hex(t.dispatched[0]): float(t.weight) for t in extracted}
 
 
 def heavy_tasks(best_s: dict[str, float], weights: dict[str, float], share: float,
@@ -147,9 +155,9 @@ def hold_database(work_dir: str | Path, weights: dict[str, float], profile: Hard
     tasks = records_by_task(work_dir, profile.target)
     heavy = heavy_tasks({key: records[0][0] for key, records in tasks.items()}, weights, share,
                         min_s)
-    report(f"hold: the best {top} of {len(heavy)} task(s) weighing >= {share:.0%} of the "
-           f"estimate and >= {min_s * 1e3:g} ms each, measured again in {processes} fresh "
-           "processes")
+    report(f"hold: {len(heavy)} task(s) weighing >= {share:.0%} of the estimate and >= "
+           f"{min_s * 1e3:g} ms each: their best measured again in {processes} fresh processes, "
+           f"their best {top} where it ran over {HOLD_TOLERANCE:.0%} slower than recorded")
     kept, measured = hold(tasks, heavy, profile, top, processes, report)
     folder = Path(work_dir) / HELD_DIR
     if folder.exists():

@@ -25,7 +25,7 @@ from tasks.tuning.contexts import (
     search_population,
     tune_contexts,
 )
-from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, HoldResult, try_hold
+from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, HoldResult, occurrences, try_hold
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
@@ -205,9 +205,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule.
     `hold_top` > 0 (not after an interrupt): before compiling, each task weighing at least
-    `hold_share` of the estimate has its `hold_top` best records measured again in fresh
-    processes, and the network is compiled from the held database (work_dir/held) those
-    picks make (tasks.tuning.hold: on the Zen 5 a BERT build went from 146 to 119 ms)."""
+    `hold_share` of the estimate has its best record measured again in fresh processes (its
+    `hold_top` best where that one slipped), and the network is compiled from the held
+    database (work_dir/held) those picks make (tasks.tuning.hold: on the Zen 5 a BERT build
+    went from 146 to 119 ms)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -355,8 +356,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                "compiling with the best schedules found")
         held = None
         if hold_top and log.final_reason() != "interrupt" and log.trials:
-            weights = {structural_hash_hex(t.dispatched[0]): float(t.weight) for t in extracted}
-            held = try_hold(work_dir, weights, profile, hold_share, hold_top, report)
+            held = try_hold(work_dir, occurrences(extracted), profile, hold_share, hold_top,
+                            report)
         database_dir = held.database_dir if held else str(work_dir)
         try:
             tuned = measurer.run_network(relax_json, database_dir, repeat=e2e_repeat)
