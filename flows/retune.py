@@ -5,7 +5,7 @@ Scheduled per profile in prefect.yaml; skips the work when nothing changed since
 from __future__ import annotations
 
 from prefect import flow
-from pydantic import PositiveInt
+from pydantic import NonNegativeInt, PositiveInt
 
 from core.graphs import Graph
 from flows._runs import current_run_id, recorded_run
@@ -24,7 +24,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            out: str | None = None, input_size: PositiveInt | None = None,
            warm_start: PositiveInt | None = None, graph: Graph | None = None,
            trials_per_round: PositiveInt | None = None,
-           warm_samples: PositiveInt | None = None, db: str | None = None) -> dict:
+           warm_samples: PositiveInt | None = None, hold_top: NonNegativeInt | None = None,
+           db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -66,11 +67,14 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         warm_samples: sampled candidates a warm start ranks per task (default 256; 128
             reached MetaSchedule's final sooner on mobilenet_v2's 53 tasks and ended higher
             on resnet18, docs/tuning-results.md).
+        hold_top: before compiling, each heavy task's best is measured again in fresh
+            processes, and where it slipped, its `hold_top` best (default 16; 0: no hold,
+            compile from the search's picks as measured; tasks/tuning/hold.py).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
-                           warm_start, graph, trials_per_round, warm_samples)
+                           warm_start, graph, trials_per_round, warm_samples, hold_top)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

@@ -204,7 +204,8 @@ CREATE TABLE tuning_runs (
                                               -- at this many measurements a task (NULL: none)
     held_tasks          INTEGER,              -- heavy tasks' picks measured again before the
     held_changed        INTEGER,              -- build (tasks.tuning.hold), and of them changed
-    hold_s              DOUBLE                -- (NULL: not held; database_dir: the held one)
+    hold_s              DOUBLE,               -- (NULL: not held; database_dir: the held one)
+    hold_top            INTEGER               -- records a heavy task may have held (0: no hold)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

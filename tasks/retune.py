@@ -24,6 +24,7 @@ from tasks.hardware import check_runnable_here, resolve_profile
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
 from tasks.shipped import SHIPPED, ShippedModel, require_shipped_for, shipped_for
 from tasks.sources import Workload
+from tasks.tuning.hold import HOLD_TOP, check_hold_top
 
 BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
 
@@ -132,6 +133,7 @@ class RetuneSpec(Spec):
     graph: str = "exported"  # how the network is prepared before tuning (core.graphs.GRAPHS)
     trials_per_round: int | None = None  # None: two turns of the budget per task (4 to 64)
     warm_samples: int | None = None  # candidates a warm start ranks per task (None: no warm)
+    hold_top: int = HOLD_TOP  # a heavy task's best records the hold may measure (0: no hold)
 
 
 def check_loadable(path: str) -> None:
@@ -155,7 +157,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     input_size: int | None = None, warm_start: int | None = None,
                     graph: str | None = None,
                     trials_per_round: int | None = None,
-                    warm_samples: int | None = None) -> RetuneSpec:
+                    warm_samples: int | None = None,
+                    hold_top: int | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from core.graphs import check_graph, default_graph, resolve_graph
@@ -245,6 +248,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                             "none: `tenforge onboard` (or search / pretrain) first")
     check_warm_start(warm_start, model_path or "xgb", scheduler)
     warm_samples = check_warm_samples(warm_samples, warm_start)
+    hold_top = check_hold_top(hold_top)
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
@@ -253,7 +257,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                                   or ZOO[workload.name].default_size),
                       seed=seed, population=population,
                       model_choice=choice, out=out, warm_start=warm_start, graph=graph,
-                      trials_per_round=trials_per_round, warm_samples=warm_samples)
+                      trials_per_round=trials_per_round, warm_samples=warm_samples,
+                      hold_top=hold_top)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -276,6 +281,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last.get("warm_start") == spec.warm_start
             and last.get("trials_per_round") == spec.trials_per_round
             and last.get("warm_samples") == spec.warm_samples
+            and last.get("hold_top") == spec.hold_top
             and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
@@ -366,7 +372,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           warm_samples=spec.warm_samples or WARM_SAMPLES,
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
-                          report=report, on_trials=on_trials)
+                          hold_top=spec.hold_top, report=report, on_trials=on_trials)
     row = {
         "tuning_id": tuning_id, "network": spec.network, "batch_size": spec.batch_size,
         "input_size": spec.input_size, "network_hash": result.network_hash,
@@ -397,6 +403,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
         "held_tasks": result.held.heavy if result.held else None,
         "held_changed": result.held.changed if result.held else None,
         "hold_s": result.held.hold_s if result.held else None,
+        "hold_top": spec.hold_top,
     }
     curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
               "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,

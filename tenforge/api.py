@@ -99,7 +99,8 @@ def retune(network: str, hardware: str = "local", trials: int = 64,
                     options.get("batch_size", 1), options.get("seed", 0),
                     options.get("population"), out, options.get("input_size"),
                     options.get("warm_start"), options.get("graph"),
-                    options.get("trials_per_round"), options.get("warm_samples"))
+                    options.get("trials_per_round"), options.get("warm_samples"),
+                    options.get("hold_top"))
     from flows.retune import retune as flow
 
     return flow(network=network, hardware=hardware, trials=trials, minutes=minutes,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database, records_by_task
 
@@ -52,6 +53,16 @@ class HoldResult:
     changed: int  # of them, tasks whose pick is not the search's best
     measured: int  # measurements taken (records x processes)
     hold_s: float  # wall time, building included
+
+
+def check_hold_top(hold_top: int | None) -> int:
+    """The hold's top, resolved: HOLD_TOP by default, 0 for no hold; refused below 0."""
+    if hold_top is None:
+        return HOLD_TOP
+    if isinstance(hold_top, bool) or not isinstance(hold_top, int) or hold_top < 0:
+        raise TenforgeError(f"--hold-top must be a whole number of records, 0 for no hold "
+                            f"(default {HOLD_TOP}), got {hold_top!r}")
+    return hold_top
 
 
 def occurrences(extracted: Sequence[Any]) -> dict[str, float]:
@@ -172,7 +183,6 @@ def try_hold(work_dir: str | Path, weights: dict[str, float], profile: HardwareP
     """hold_database, said in one line; None where it stopped (the build then uses the search's
     database): Ctrl-C stops a hold as the first one stops a search (a second one aborts the
     build that follows, as it would have), and a TVM or worker failure costs the hold only."""
-    from core.errors import TenforgeError
     from tasks.measure import WorkerFailure
 
     try:

@@ -33,6 +33,17 @@ def _positive(value: str) -> int:
     return number
 
 
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {value!r}") \
+            from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {number}")
+    return number
+
+
 def _json_object(value: str) -> dict:
     import json
 
@@ -269,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --warm-start: sampled candidates the model ranks per task "
                         "(default 256; 128 reached MetaSchedule's final 4.6x sooner on "
                         "mobilenet_v2's 53 tasks, and ended 27%% slower on resnet18)")
+    p.add_argument("--hold-top", type=_non_negative, default=None, metavar="N",
+                   help="before compiling, each heavy task's best is measured again in 2 "
+                        "fresh processes, and where it ran over 10%% slower, its N best "
+                        "(default 16; 0: no hold). Some schedules keep their speed only in "
+                        "some processes: a BERT build ran 35%% over its estimate without it")
     p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
                    help="candidates measured per turn of a task (default: what gives every "
                         "task two turns of --trials, 4 to 64); with a pre-trained model, 8 "

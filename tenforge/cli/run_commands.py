@@ -88,7 +88,8 @@ def cmd_retune(args: argparse.Namespace) -> int:
                   flops_share=args.flops_share, batch_size=args.batch_size, seed=args.seed,
                   population=args.population, out=args.out, input_size=args.input_size,
                   warm_start=args.warm_start, graph=args.graph,
-                  trials_per_round=args.trials_per_round, warm_samples=args.warm_samples)
+                  trials_per_round=args.trials_per_round, warm_samples=args.warm_samples,
+                  hold_top=args.hold_top)
     spec = validate_retune(args.db, **params)
     from flows.retune import retune
 

@@ -86,6 +86,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     # search's: this network's tasks are too light to measure again
     assert Path(run["database_dir"]).name == "held"
     assert (run["held_tasks"], run["held_changed"]) == (0, 0) and run["hold_s"] >= 0
+    assert run["hold_top"] == 16  # tasks.tuning.hold.HOLD_TOP, the default
     held = Path(run["database_dir"]) / "database_tuning_record.json"
     assert len(held.read_text().splitlines()) == 2
     records = Path(run["database_dir"]).parent / "database_tuning_record.json"
@@ -164,6 +165,7 @@ BAD_REQUESTS = [
     ([*RETUNE, "--warm-samples", "64"], "add --warm-start K, or leave --warm-samples out"),
     ([*RETUNE, "--warm-start", "4", "--warm-samples", "2"],
      "--warm-samples 2 ranks fewer candidates than --warm-start 4 measures"),
+    ([*RETUNE, "--hold-top", "-1"], "expected a whole number, 0 or more, got -1"),
 ]
 
 
@@ -185,6 +187,16 @@ def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
     assert check_warm_samples(None, 4) == WARM_SAMPLES
     assert check_warm_samples(None, None) is None
     assert check_warm_samples(96, 4) == 96
+
+
+def test_the_hold_top_defaults_to_holds_own_and_zero_turns_it_off():
+    from core.errors import TenforgeError
+    from tasks.tuning.hold import HOLD_TOP, check_hold_top
+
+    assert check_hold_top(None) == HOLD_TOP and check_hold_top(0) == 0
+    for bad in (-1, 2.5, True):  # what a Python caller could pass; the CLI refuses -1 itself
+        with pytest.raises(TenforgeError, match="0 for no hold"):
+            check_hold_top(bad)
 
 
 @pytest.mark.xdist_group("retune-refusals")  # one batch, on one worker
@@ -363,7 +375,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     search spends the rest."""
     db, model_id = store_with_model
     result = run_cli(*RETUNE, "--warm-start", "2", "--warm-samples", "48", "--trials", "24",
-                     "--flops-share", "1.0", "--force", "--db", db)
+                     "--flops-share", "1.0", "--hold-top", "0", "--force", "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
     assert "warm start: per task, rank 48 sampled candidates with the model and measure the " \
@@ -371,6 +383,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     newest = _tuning_rows(db)[-1]
     assert newest["cost_model"] == model_id and newest["warm_start"] == 2
     assert newest["warm_samples"] == 48
+    assert newest["hold_top"] == 0 and newest["held_tasks"] is None  # asked for no hold
     assert newest["warm_focus"] is True  # the search skipped the blind pass (the default)
     # MetaSchedule's last round may overshoot the budget by part of a batch
     assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
