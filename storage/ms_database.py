@@ -45,10 +45,28 @@ def open_json_database(work_dir: Path, create: bool, target: Any = "llvm") -> An
                                     allow_missing=create)
 
 
+def valid_secs(run_secs: Any) -> list[float] | None:
+    """Run seconds as floats, or None where there are none or MetaSchedule marked them failed
+    (the one check of a failed record: the hold, the import and the write-back use it)."""
+    secs = [float(s) for s in run_secs or []]
+    return secs if secs and max(secs) < MS_FAILED_RUN_SECS else None
+
+
 def valid_run_secs(record: Any) -> list[float] | None:
     """A record's run seconds, or None where it has none or MetaSchedule marked it failed."""
-    secs = [float(s) for s in record.run_secs or []]
-    return secs if secs and max(secs) < MS_FAILED_RUN_SECS else None
+    return valid_secs(record.run_secs)
+
+
+def ms_result(candidate_id: int, run_secs: Any, where: str) -> Any:
+    """A MetaSchedule record's run seconds as a MeasureResult: an error row where it failed
+    (`where` says where that happened, for the stored message)."""
+    from core.records import MeasureResult
+
+    secs = valid_secs(run_secs)
+    if secs is None:
+        return MeasureResult(candidate_id, error_kind="run_error",
+                             error_msg=f"failed {where} (MetaSchedule run_secs 1e10 or missing)")
+    return MeasureResult(candidate_id, run_secs=tuple(secs))
 
 
 def records_by_task(work_dir: str | Path,
@@ -134,7 +152,8 @@ def import_ms(work_dir: str | Path, profile: Any, db: str) -> dict[str, int]:
             candidate_ids = dict(store.query(
                 "SELECT schedule_hash, candidate_id FROM candidates WHERE task_id = ? AND "
                 "hardware_id = ?", [task_id, hardware_id]))
-            results = [_result(candidate_ids[c.schedule_hash], secs) for c, secs in items]
+            results = [ms_result(candidate_ids[c.schedule_hash], secs, "in MetaSchedule")
+                       for c, secs in items]
             new_measurements += store.insert_measurements(settings_id, results, tvm_version(),
                                                           flow_run_id=None)
     return {"records": len(records), "workloads": len(tasks), "new_measurements": new_measurements}
@@ -146,16 +165,6 @@ def _replay(tvm: Any, mod: Any, trace: Any) -> Any:
     sch = s_tir.Schedule(mod)
     trace.apply_to_schedule(sch, remove_postproc=False)
     return sch.mod
-
-
-def _result(candidate_id: int, secs: list[float]) -> Any:
-    from core.records import MeasureResult
-
-    if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
-        return MeasureResult(candidate_id, error_kind="run_error",
-                             error_msg="failed in MetaSchedule (run_secs 1e10 or missing in the "
-                                       "imported record)")
-    return MeasureResult(candidate_id, run_secs=tuple(secs))
 
 
 def export_ms(db: str, hardware: str, work_dir: str | Path) -> dict[str, int]:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from core.hardware import HardwareProfile
+from storage.ms_database import MS_FAILED_RUN_SECS
 from tasks.model_evolution import PARENTS, Scored, evolve
 from tasks.schedule_transfer import SourceSchedule, transfer_candidates
 
@@ -69,7 +70,8 @@ def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, 
     for trace_json, result in results:
         sch = s_tir.Schedule(task_mod)
         s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
-        run_secs = [1e10] if result.error_kind else [float(s) for s in result.run_secs]
+        run_secs = ([MS_FAILED_RUN_SECS] if result.error_kind
+                    else [float(s) for s in result.run_secs])
         database.commit_tuning_record(ms.database.TuningRecord(
             sch.trace, workload, run_secs=run_secs, target=target, args_info=args_info))
 

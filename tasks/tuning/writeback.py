@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from core.hardware import HardwareProfile
-from core.records import MeasureResult
 from core.tvm_env import load_tvm, trace_json
-from storage.ms_database import MS_FAILED_RUN_SECS, open_json_database
+from storage.ms_database import ms_result, open_json_database
 
 
 def read_records(work_dir: str | Path, target: dict) -> dict[str, tuple[Any, list[Any]]]:
@@ -63,13 +62,6 @@ def candidates_of(mod: Any, records: list[Any], target: dict) -> list[tuple[Any,
             for sch, record, feats in zip(schedules, records, features)]
 
 
-def _result(candidate_id: int, secs: list[float]) -> MeasureResult:
-    if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):
-        return MeasureResult(candidate_id, error_kind="run_error",
-                             error_msg="failed while tuning (MetaSchedule run_secs 1e10)")
-    return MeasureResult(candidate_id, run_secs=tuple(secs))
-
-
 def store_tuning_measurements(db: str, profile: HardwareProfile, task_ids: dict[str, int],
                               work_dir: str | Path, run_id: str) -> dict[str, int]:
     """Write the tuning database in `work_dir` into the store; `task_ids`: workload hash ->
@@ -95,6 +87,7 @@ def store_tuning_measurements(db: str, profile: HardwareProfile, task_ids: dict[
                 extractor=FEATURE_EXTRACTOR)
             ids = store.candidate_ids(task_id, hardware_id)
             added["measurements"] += store.insert_measurements(
-                settings_id, [_result(ids[c.schedule_hash], secs) for c, secs in items],
+                settings_id,
+                [ms_result(ids[c.schedule_hash], secs, "while tuning") for c, secs in items],
                 tvm_version(), flow_run_id=run_id)
     return added
