@@ -10,12 +10,22 @@ Prints one row per variant with the median over seeds and the spread (min-max), 
 profile's median network top-1.
 
 `--also 'NAME=JSON'` (repeatable) adds a recipe beside the feature sets: a tree model's params
-(for `bagged`, each member's), e.g. the task weights of the ranking loss:
+(for `bagged`, each member's), e.g. the task weights of the ranking loss.
+
+`--task-fractions 0.125,0.25,0.5,1` trains every variant on that share of the training part's
+distinct tasks too (a seeded choice of workloads, each smaller set inside the larger; every
+profile's rows of a chosen task kept), scored on the same held-out networks: how the score
+grows with the number of tasks, which is what TenSet found matters at a fixed data size.
+`--row-fractions 0.5` is the task shares' control: every training task kept, with that share
+of each task's rows (seeded), so a share of tasks can be set against the same share of rows.
+`--score-hardware H1,H2` scores on those profiles' held-out rows only, so a model trained on
+more profiles (`--hardware`) can be set against one trained on these alone.
 
     .venv/bin/python bench/feature_sets.py [--seeds 0,1,2] [--holdout resnet50,mobilenet_v2,bert]
         [--db STORE] [--hardware H1,H2] [--families xgb,lgbm,bagged] [--json OUT]
         [--feature-sets 'per-store + trace + tiles'] [--also 'weights 0.25={"trace_features":
-        true, "tile_features": true, "task_weight_power": 0.25}']
+        true, "tile_features": true, "task_weight_power": 0.25}'] [--task-fractions 0.25,1]
+        [--row-fractions 0.25,0.5] [--score-hardware H1,H2]
 """
 
 from __future__ import annotations
@@ -73,6 +83,69 @@ def parse_recipe(text: str) -> tuple[str, dict]:
     return name.strip(), parsed
 
 
+def task_subsets(train, seed: int, fractions: list[float]) -> list[tuple[float, object]]:
+    """(fraction, train restricted to that share of its distinct workloads) for each fraction,
+    nested: one seeded order of the workloads, each subset a prefix of it. 1 is `train` itself."""
+    row_workload = train.group_workload[train.group]  # (a subset keeps every group's row)
+    workloads = np.unique(row_workload)
+    order = np.random.default_rng(seed).permutation(len(workloads))
+    out = []
+    for fraction in fractions:
+        if fraction >= 1:
+            out.append((1.0, train))
+            continue
+        keep = workloads[order[:max(1, int(round(fraction * len(workloads))))]]
+        out.append((fraction, train.subset(np.flatnonzero(np.isin(row_workload, keep)))))
+    return out
+
+
+def row_subsets(train, seed: int, fractions: list[float]) -> list[tuple[float, object]]:
+    """(fraction, train with that share of each task's rows, at least 2 a (task, profile)
+    group) for each fraction below 1: the same shares of data as task_subsets, every task kept."""
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.random(len(train)), train.group))  # rows by group, shuffled within
+    groups, starts, counts = np.unique(train.group[order], return_index=True, return_counts=True)
+    rank = np.arange(len(order)) - np.repeat(starts, counts)  # a row's place in its group
+    out = []
+    for fraction in (f for f in fractions if f < 1):
+        keep = np.maximum(2, np.round(fraction * counts).astype(int))
+        out.append((fraction, train.subset(np.sort(order[rank < np.repeat(keep, counts)]))))
+    return out
+
+
+def scored_rows(test, hardware: list[str] | None):
+    """`test` restricted to the rows of `hardware` (None: all of it); an unknown name refused."""
+    if not hardware:
+        return test
+    unknown = sorted(set(hardware) - set(test.hardware_names))
+    if unknown:
+        raise SystemExit(f"--score-hardware: {', '.join(unknown)} not in the data; choose from "
+                         f"{', '.join(test.hardware_names)}")
+    wanted = [test.hardware_names.index(h) for h in hardware]
+    return test.subset(np.flatnonzero(np.isin(test.candidate_hardware(), wanted)))
+
+
+def parse_fractions(text: str, option: str = "--task-fractions") -> list[float]:
+    """'0.25,1' -> [0.25, 1.0]; a clear error for anything outside (0, 1]."""
+    try:
+        fractions = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        fractions = []
+    if not fractions or not all(0 < f <= 1 for f in fractions):
+        raise SystemExit(f"{option} {text!r}: give shares of the training data in (0, 1], "
+                         "comma-separated, e.g. 0.125,0.25,0.5,1")
+    return sorted(set(fractions))
+
+
+def training_parts(train, seed: int, task_fractions: list[float],
+                   row_fractions: list[float]) -> list[tuple[str, object]]:
+    """(suffix for the variant's name, training data): the task shares, then the row shares;
+    no suffix where the whole training part is all there is."""
+    parts = [("" if task_fractions == [1.0] and not row_fractions else f" @{f:g} tasks", part)
+             for f, part in task_subsets(train, seed, task_fractions)]
+    return parts + [(f" @{f:g} rows", part) for f, part in row_subsets(train, seed, row_fractions)]
+
+
 def check_feature_sets(names: list[str]) -> list[str]:
     if names == ["none"]:  # only the --also recipes (and MetaSchedule's XGB)
         return []
@@ -95,7 +168,16 @@ def main() -> None:
                         "all; none: only the --also recipes)")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=JSON",
                         help="a recipe beside the feature sets: NAME={tree model params}")
+    parser.add_argument("--task-fractions", default="1", metavar="F1,F2",
+                        help="also train on these shares of the training tasks (default 1)")
+    parser.add_argument("--row-fractions", default=None, metavar="F1,F2",
+                        help="also train on these shares of each training task's rows")
+    parser.add_argument("--score-hardware", default=None, metavar="H1,H2",
+                        help="score on these profiles' held-out rows only (default: all)")
     args = parser.parse_args()
+    fractions = parse_fractions(args.task_fractions)
+    row_fractions = ([f for f in parse_fractions(args.row_fractions, "--row-fractions") if f < 1]
+                     if args.row_fractions else [])
     feature_sets = check_feature_sets([name.strip() for name in args.feature_sets.split(",")]
                                       ) if args.feature_sets else None
     also = dict(parse_recipe(text) for text in args.also)
@@ -110,16 +192,23 @@ def main() -> None:
     runs: dict[str, list[dict]] = {}
     for seed in (int(s) for s in args.seeds.split(",")):
         train, valid, test = held_out_parts(data, seed, holdout)
-        for name, family, params in variants(args.families.split(","), feature_sets, also):
-            model = create_model(family, seed=seed, **params)
-            model.fit(train, valid)
-            report = network_report(model, test, holdout)
-            runs.setdefault(name, []).append({
-                "seed": seed, **{k: report[k] for k in KEYS}, "networks": report["networks"],
-                "per_hardware": {h: r["mean_network_top1"]
-                                 for h, r in report["per_hardware"].items()}})
-            print(f"  {name}: mean network top-1 {report['mean_network_top1']:.3f}, top-5 "
-                  f"{report['mean_network_top5']:.3f}", flush=True)
+        test = scored_rows(test, args.score_hardware.split(",") if args.score_hardware else None)
+        for suffix, part in training_parts(train, seed, fractions, row_fractions):
+            tasks = len(np.unique(part.group_workload[part.group]))
+            for base, family, params in variants(args.families.split(","), feature_sets, also):
+                name = base + suffix
+                model = create_model(family, seed=seed, **params)
+                model.fit(part, valid)
+                report = network_report(model, test, holdout)
+                runs.setdefault(name, []).append({
+                    "seed": seed, "train_tasks": tasks,
+                    "train_rows": len(part), **{k: report[k] for k in KEYS},
+                    "networks": report["networks"],
+                    "per_hardware": {h: r["mean_network_top1"]
+                                     for h, r in report["per_hardware"].items()}})
+                print(f"  {name} ({tasks} tasks, {len(part)} rows): mean network top-1 "
+                      f"{report['mean_network_top1']:.3f}, top-5 "
+                      f"{report['mean_network_top5']:.3f}", flush=True)
     rows = []
     for name, results in runs.items():
         cells = []

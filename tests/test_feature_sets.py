@@ -71,3 +71,60 @@ def test_the_per_profile_table_gives_each_variants_median():
                   {"per_hardware": {"hw-1": 0.6}}]}
     table = per_profile_table(runs)
     assert "hw-1" in table and "0.600" in table and "0.800" in table
+
+
+def test_task_fractions_keep_nested_shares_of_the_training_tasks_with_all_their_rows():
+    import numpy as np
+
+    from bench.feature_sets import task_subsets
+    from tests.models.synthetic import synthetic_dataset
+
+    data = synthetic_dataset(n_groups=16, per_group=4)
+    train = data.subset(np.flatnonzero(data.group < 12))  # groups 12-15: someone else's rows
+    parts = dict(task_subsets(train, seed=3, fractions=[0.25, 0.5, 1.0]))
+    assert parts[1.0] is train
+    kept = {f: set(part.group_workload[part.group]) for f, part in parts.items()}
+    assert [len(kept[f]) for f in (0.25, 0.5, 1.0)] == [3, 6, 12]
+    assert kept[0.25] < kept[0.5] < kept[1.0]  # nested: each share inside the next
+    for f, part in parts.items():  # a chosen task keeps every row it had in train
+        assert len(part) == 4 * len(kept[f])
+    again = dict(task_subsets(train, seed=3, fractions=[0.25]))
+    assert set(again[0.25].group_workload[again[0.25].group]) == kept[0.25]  # seeded
+
+
+@pytest.mark.parametrize("text", ["0", "1.5", "a,b", ""])
+def test_task_fractions_outside_zero_to_one_are_refused_in_one_line(text):
+    from bench.feature_sets import parse_fractions
+
+    with pytest.raises(SystemExit, match=r"in \(0, 1\]"):
+        parse_fractions(text)
+
+
+def test_row_fractions_keep_every_task_with_a_seeded_share_of_its_rows():
+    import numpy as np
+
+    from bench.feature_sets import row_subsets, training_parts
+    from tests.models.synthetic import synthetic_dataset
+
+    train = synthetic_dataset(n_groups=6, per_group=8)
+    (fraction, half), = row_subsets(train, seed=1, fractions=[0.5, 1.0])  # 1: train itself
+    assert fraction == 0.5 and len(half) == 6 * 4
+    assert np.array_equal(np.bincount(half.group, minlength=6), [4] * 6)  # every task, half
+    assert set(half.candidate_id) < set(train.candidate_id)
+    (_, tiny), = row_subsets(train, seed=1, fractions=[0.01])
+    assert np.array_equal(np.bincount(tiny.group, minlength=6), [2] * 6)  # 2 rank, at least
+    names = [name for name, _ in training_parts(train, 1, [0.5, 1.0], [0.5])]
+    assert names == [" @0.5 tasks", " @1 tasks", " @0.5 rows"]
+    assert [name for name, _ in training_parts(train, 1, [1.0], [])] == [""]
+
+
+def test_scoring_on_some_profiles_keeps_their_rows_and_refuses_unknown_ones():
+    from bench.feature_sets import scored_rows
+    from tests.models.synthetic import synthetic_dataset
+
+    data = synthetic_dataset(n_groups=6, per_group=3, hardware=("hw-a", "hw-b"))
+    assert scored_rows(data, None) is data
+    only_b = scored_rows(data, ["hw-b"])
+    assert len(only_b) == 9 and set(only_b.candidate_hardware()) == {1}
+    with pytest.raises(SystemExit, match="hw-c not in the data; choose from hw-a, hw-b"):
+        scored_rows(data, ["hw-c"])
