@@ -40,10 +40,11 @@ bootstrap()
 
 from bench.tuning import eager_ms  # noqa: E402
 from core.tvm_env import load_tvm  # noqa: E402
+from storage.ms_database import valid_run_secs  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 from tasks.hardware import resolve_profile  # noqa: E402
 from tasks.networks import build_network  # noqa: E402
-from tasks.tuning.writeback import MS_FAILED_RUN_SECS, read_records  # noqa: E402
+from tasks.tuning.writeback import read_records  # noqa: E402
 from tasks.workloads import extract_network_tasks  # noqa: E402
 
 
@@ -51,9 +52,7 @@ def best_task_seconds(database: Path, target: dict) -> dict[str, float]:
     """workload hash -> the best mean run time any record of it measured, in seconds."""
     best: dict[str, float] = {}
     for key, (_, records) in read_records(database, target).items():
-        runs = [[float(s) for s in r.run_secs] for r in records if r.run_secs]
-        ok = [float(np.mean(secs)) for secs in runs
-              if not any(s >= MS_FAILED_RUN_SECS for s in secs)]
+        ok = [float(np.mean(secs)) for r in records if (secs := valid_run_secs(r))]
         if ok:
             best[key] = min(ok)
     return best

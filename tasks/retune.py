@@ -7,9 +7,8 @@ run's database folder, so the previous best result stays as it was.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +20,7 @@ from storage import queries
 from storage.ms_database import MS_DATABASE_FILES, RECORD_FILE
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
+from tasks.retune_record import curve_rows, profile_hash, tuning_row
 from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
 from tasks.shipped import SHIPPED, ShippedModel, require_shipped_for, shipped_for
 from tasks.sources import Workload
@@ -32,13 +32,6 @@ BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scrat
 def tuning_dir(db: str) -> Path:
     """Tuning databases live next to the store: <store folder>/tuning/<tuning id>/."""
     return Path(db).resolve().parent / "tuning"
-
-
-def profile_hash(profile: HardwareProfile) -> str:
-    """Identity of everything about a profile that changes tuning results."""
-    blob = json.dumps({"row": profile.as_row(), "measure": asdict(profile.measure)},
-                      sort_keys=True, default=str).encode()
-    return hashlib.sha1(blob).hexdigest()[:12]
 
 
 def best_model(store: Store, hardware: str) -> str | None:
@@ -294,7 +287,6 @@ def network_hash(network: str | Workload, batch_size: int, input_size: int,
     return structural_hash_hex(import_to_relax(network, batch_size, input_size, graph))
 
 
-
 def unfinished_database(db: str, spec: RetuneSpec, tuning_id: str) -> Path | None:
     """The tuning database of the newest retune of the same network, size and profile that
     never finished (killed, or failed after measuring), if it measured anything."""
@@ -357,7 +349,6 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune (resuming what a killed retune of the same request measured), then record the run
     and its curve in one transaction; returns the summary."""
-    from core.tvm_env import tvm_version
     from tasks.tuning import tune_network
     from tasks.tuning.contexts import WARM_SAMPLES
 
@@ -373,41 +364,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
                           hold_top=spec.hold_top, report=report, on_trials=on_trials)
-    row = {
-        "tuning_id": tuning_id, "network": spec.network, "batch_size": spec.batch_size,
-        "input_size": spec.input_size, "network_hash": result.network_hash,
-        "hardware": profile.name, "profile_hash": profile_hash(profile),
-        "cost_model": spec.cost_model, "scheduler": spec.scheduler,
-        "trials_budget": spec.trials, "minutes_budget": spec.minutes,
-        "flops_share": spec.flops_share, "seed": spec.seed,
-        "population": spec.population, "search_population": result.population,
-        "tasks_total": result.tasks_total, "tasks_tuned": len(result.tasks_tuned),
-        "trials": result.trials, "errors": result.errors, "search_s": result.search_s,
-        "estimated_latency_s": result.estimated_s,
-        "untuned_latency_s": result.untuned["latency_s"],
-        "tuned_latency_s": result.tuned["latency_s"],
-        "tuned_run_secs": result.tuned["run_secs"],
-        "tuned_functions": result.tuned["tuned_functions"],
-        "tir_functions": result.tuned["tir_functions"],
-        "database_dir": result.database_dir, "tvm_version": tvm_version(),
-        "rejected_by_rules": result.rejected_by_rules, "stop_reason": result.stop_reason,
-        "measure_s": result.measure_s, "build_s": result.build_s,
-        "search_threads": result.search_threads,
-        "warm_start": spec.warm_start, "graph": spec.graph,
-        "trials_per_round": spec.trials_per_round, "warm_samples": result.warm_samples,
-        "tasks_filled": len(result.tasks_filled),
-        "warm_focus": result.warm_focus, "search_cpu_s": result.search_cpu_s,
-        "features_reused": (result.feature_cache or {}).get("hits"),
-        "features_extracted": (result.feature_cache or {}).get("misses"),
-        "online_half": result.online,
-        "held_tasks": result.held.heavy if result.held else None,
-        "held_changed": result.held.changed if result.held else None,
-        "hold_s": result.held.hold_s if result.held else None,
-        "hold_top": spec.hold_top,
-    }
-    curve = [{"trials": p.trials, "wall_s": p.wall_s, "task_name": p.task,
-              "task_best_s": p.task_best_s if p.task_best_s != float("inf") else None,
-              "estimated_latency_s": p.estimated_s} for p in result.curve]
+    row, curve = tuning_row(spec, result, profile, tuning_id), curve_rows(result)
     with Store(spec.db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())
         store.record_tuning(row, curve)
