@@ -122,8 +122,8 @@ def hold(tasks: dict[str, list[tuple[float, Any]]], heavy: list[str], profile: H
 
     owners = [(key, *tasks[key][0]) for key in heavy]  # (task, recorded mean, record)
     worst = _worst_fresh(jobs_of(owners), profile, processes)
-    slipped = [key for key, (fresh, _) in zip(heavy, worst)
-               if fresh > (1 + tolerance) * tasks[key][0][0]]
+    slipped = [key for (key, recorded, _), (fresh, _) in zip(owners, worst)
+               if fresh > (1 + tolerance) * recorded]
     rest = [(key, mean, record) for key in slipped for mean, record in tasks[key][1:top]]
     if rest:
         owners += rest

@@ -25,7 +25,14 @@ from tasks.tuning.contexts import (
     search_population,
     tune_contexts,
 )
-from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, HoldResult, occurrences, try_hold
+from tasks.tuning.hold import (
+    HOLD_SHARE,
+    HOLD_TOP,
+    HoldResult,
+    check_hold_top,
+    occurrences,
+    try_hold,
+)
 from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
@@ -214,9 +221,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     from tasks.ms_backend import ms_builder, ms_runner
     from tasks.workloads import import_to_relax
 
-    if hold_top < 0 or not 0 < hold_share <= 1:
-        raise TenforgeError(f"hold: top {hold_top}, share {hold_share}: give a top of at least 0 "
-                            "(0: no hold) and a share in (0, 1]")
+    check_hold_top(hold_top)
+    if not 0 < hold_share <= 1:
+        raise TenforgeError(f"hold: share {hold_share}: give a share of the estimate in (0, 1]")
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     check_warm_start(warm_start, cost_model, scheduler)

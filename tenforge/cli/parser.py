@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 from core.graphs import CHOICES
 from models.evaluate import OBJECTIVES
@@ -23,25 +24,22 @@ def _names(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
+def _int_at_least(minimum: int, expected: str) -> Callable[[str], int]:
+    """An argparse type: an integer of at least `minimum`, else "expected <expected>, got ..."."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {number}")
+        return number
+
+    return parse
 
 
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {value!r}") \
-            from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {number}")
-    return number
+_positive = _int_at_least(1, "a positive integer")
+_non_negative = _int_at_least(0, "a whole number, 0 or more")
 
 
 def _json_object(value: str) -> dict:
