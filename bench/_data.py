@@ -38,15 +38,58 @@ def scratch_dir(prefix: str) -> Path:
     return folder
 
 
-def store_or_seed(db: str | None, prefix: str) -> str:
-    """`db`, or a fresh temporary store holding the seed dataset (removed at exit)."""
+def store_or_seed(db: str | None, prefix: str, extra: list[Path] = ()) -> str:
+    """`db`, or a fresh temporary store holding the seed dataset and the shard folders `extra`
+    (dataset/extra/...: measurements beyond the seed's 20 MiB cap), removed at exit."""
+    from storage.ingest import ingest_shards
     from storage.seed import load_shards
 
     if db is not None:
+        if extra:
+            raise SystemExit("--extra loads shard folders into the bench's temporary seed store; "
+                             f"with --db, load them into {db} with `tenforge ingest FOLDER --db "
+                             f"{db}` and leave out --extra")
         return db
     seeded = str(scratch_dir(prefix) / "seed.duckdb")
     load_shards(seeded, progress=lambda _: None)
+    if extra:
+        ingest_shards(seeded, list(extra), progress=lambda _: None)
     return seeded
+
+
+def extra_folders(text: str | None) -> list[Path]:
+    """The comma-separated shard folders of --extra, each checked to hold shards, so a typo
+    fails in one line before minutes of loading."""
+    from storage.ingest import find_manifests
+
+    folders = [Path(name.strip()) for name in text.split(",") if name.strip()] if text else []
+    for folder in folders:
+        try:
+            found = find_manifests([folder])
+        except Exception as error:  # TenforgeError: not a folder
+            raise SystemExit(f"--extra {folder}: {error}") from None
+        if not found:
+            raise SystemExit(f"--extra {folder}: no shards in it (<shard>.json with its "
+                             "parquet files, as dataset/extra/ holds)")
+    return folders
+
+
+def shard_provenance(folders: list[Path]) -> list[dict]:
+    """Each shard under `folders` that made the data: its path from the repository's dataset/
+    folder where it lies inside it (seed/<profile>/<shard>.json, extra/<set>/<shard>.json),
+    and the checksums its manifest records."""
+    import json
+
+    from storage.ingest import find_manifests
+    from storage.seed import SEED_DIR
+
+    root = SEED_DIR.resolve().parent
+    shards = []
+    for _, manifest in find_manifests(folders):
+        path = manifest.resolve()
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        shards.append({"shard": str(name), "files": json.loads(manifest.read_text())["files"]})
+    return shards
 
 
 def profiles(db: str, hardware: str | None) -> tuple[str, ...]:

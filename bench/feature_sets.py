@@ -40,7 +40,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import FEATURE_SETS, held_out_parts, profiles, store_or_seed  # noqa: E402
+from bench._data import (  # noqa: E402
+    FEATURE_SETS,
+    extra_folders,
+    held_out_parts,
+    profiles,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -159,6 +165,8 @@ def check_feature_sets(names: list[str]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="store to read (default: the seed, in a temp store)")
+    parser.add_argument("--extra", metavar="DIR,DIR",
+                        help="shard folders to load beside the seed (e.g. dataset/extra/...)")
     parser.add_argument("--hardware", help="comma-separated profiles (default: all in the store)")
     parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
     parser.add_argument("--seeds", default="0,1,2")
@@ -182,7 +190,7 @@ def main() -> None:
                                       ) if args.feature_sets else None
     also = dict(parse_recipe(text) for text in args.also)
 
-    db = store_or_seed(args.db, "features")
+    db = store_or_seed(args.db, "features", extra_folders(args.extra))
     hardware = profiles(db, args.hardware)
     start = time.perf_counter()
     data = load_dataset(db, DataSpec(hardware=hardware, traces=True))

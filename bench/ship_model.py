@@ -1,7 +1,8 @@
 """Train the cost model the repository ships (dataset/models/<id>/), and say how well it ranks
 networks it never saw.
 
-Data: the seed dataset (loaded into a temporary store), or --db. The held-out networks
+Data: the seed dataset (loaded into a temporary store), with --extra's shard folders beside it
+(dataset/extra/...: measured beyond the seed's 20 MiB cap), or --db. The held-out networks
 (--holdout, every size of each) and every task they share with others are kept out of
 training; 15% of the remaining tasks drive early stopping. The model is then scored on the
 held-out networks, per profile (TenSet's network-level top-1/top-5, per-task peak@1/@5 and
@@ -13,7 +14,8 @@ the shards (names and sha256) and settings that made it, the held-out networks a
 scores; dataset/models/README.md gets the table.
 
     .venv/bin/python bench/ship_model.py [--family xgb] [--params '{"max_depth": 8}']
-        [--holdout resnet50,mobilenet_v2,bert] [--db STORE] [--seed 0] [--dry-run]
+        [--holdout resnet50,mobilenet_v2,bert] [--db STORE | --extra DIR,DIR] [--seed 0]
+        [--dry-run]
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import profiles, store_or_seed  # noqa: E402
+from bench._data import extra_folders, profiles, shard_provenance, store_or_seed  # noqa: E402
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -40,17 +42,11 @@ from models.evaluate import evaluate, network_report  # noqa: E402
 from models.registry import create_model, load_model  # noqa: E402
 from models.splits import SplitSpec, make_split  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
-from storage.seed import SEED_DIR, find_shards  # noqa: E402
+from storage.seed import SEED_DIR  # noqa: E402
 from storage.store import Store  # noqa: E402
 from tasks.shipped import SHIPPED_DIR, shipped_to_beat  # noqa: E402
 
 BASELINE = "metaschedule_xgb"
-
-
-def seed_provenance(seed_dir: Path) -> list[dict]:
-    """Each shard that made the data: its file and the checksums its manifest records."""
-    return [{"shard": str(m.relative_to(seed_dir)),
-             "files": json.loads(m.read_text())["files"]} for m in find_shards(seed_dir)]
 
 
 def profile_rows(db: str, hardware: tuple[str, ...]) -> tuple[str, str]:
@@ -79,6 +75,8 @@ def report_table(name: str, report: dict, markdown: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="store to train on (default: the seed, in a temp store)")
+    parser.add_argument("--extra", metavar="DIR,DIR",
+                        help="shard folders to load beside the seed (e.g. dataset/extra/...)")
     parser.add_argument("--hardware", help="comma-separated profiles (default: all in the store)")
     parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
     parser.add_argument("--family", default="xgb")
@@ -89,8 +87,9 @@ def main() -> None:
     parser.add_argument("--force", action="store_true",
                         help="write the model even where it does not beat the shipped one")
     args = parser.parse_args()
+    extra = extra_folders(args.extra)
 
-    db = store_or_seed(args.db, "ship")
+    db = store_or_seed(args.db, "ship", extra)
     # sorted, as `models evaluate` loads them: equal scores (many, from trees) rank by row
     # order, which follows the profiles' order; so the recorded score is the one measured
     hardware = tuple(sorted(profiles(db, args.hardware)))
@@ -145,22 +144,26 @@ def main() -> None:
         "metrics": {**evaluate(model, test), "mean_network_top1": report["mean_network_top1"],
                     "mean_network_top5": report["mean_network_top5"]},
         "held_out": report, "metaschedule_xgb_held_out": reports[BASELINE][2],
-        "shards": seed_provenance(SEED_DIR) if args.db is None else None,
+        # from dataset/: seed/<profile>/<shard>.json and extra/<set>/<shard>.json
+        "shards": shard_provenance([SEED_DIR, *extra]) if args.db is None else None,
         "store": None if args.db is None else str(args.db),
         "tvm_version": tvm_version(), "python": platform.python_version(),
         "command": "bench/ship_model.py " + " ".join(sys.argv[1:]),
     }
     path = model.save(Path(args.out) / model_id, lineage=lineage)
+    data_source = (f"the store {args.db}" if args.db else
+                   "the seed" + "".join(f" and {folder}" for folder in extra))
     readme = Path(args.out) / "README.md"
     readme.write_text(
         "# Shipped cost models\n\n"
         "Made by `bench/ship_model.py`; `retune` and `onboard` use the newest one for the "
         "profile's target and CPU architecture when the store has no model of its own, and "
         "`tenforge models evaluate shipped --db STORE` scores it on any store. "
-        "Its model.json holds the config and the lineage (seed shards with checksums, the "
-        "held-out networks, the scores below).\n\n"
+        "Its model.json holds the config and the lineage (the shards that trained it, with "
+        "checksums, named from dataset/; the held-out networks, the scores below).\n\n"
         f"## {model_id}\n\n{args.family} {json.dumps(params)}, trained on {len(train)} "
-        f"candidates of {', '.join(hardware)} ({', '.join(lineage['trained_networks'])}); "
+        f"candidates ({data_source}) of {', '.join(hardware)} "
+        f"({', '.join(lineage['trained_networks'])}); "
         f"held out of training: {', '.join(holdout)} and every task they share.\n\n"
         + report_table(args.family, report, markdown=True) + "\n\n"
         + report_table("MetaSchedule's XGB on the same rows", reports[BASELINE][2],

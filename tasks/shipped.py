@@ -4,9 +4,10 @@ own, `onboard` fine-tunes one when the store has no pre-trained model, and `tenf
 evaluate shipped` scores one.
 
 A shipped model is an ordinary model artifact (model.json + weights in a safe format: JSON
-trees, or tensors read with weights_only) whose lineage says `shipped: true`, which seed shards
-(names and checksums) trained it, which networks were held out of its training, and what it
-scored on them. `bench/ship_model.py` makes one; nothing here trains.
+trees, or tensors read with weights_only) whose lineage says `shipped: true`, which shards
+(names and checksums: the seed's, and dataset/extra/'s beyond the seed's cap) trained it,
+which networks were held out of its training, and what it scored on them.
+`bench/ship_model.py` makes one; nothing here trains.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 
-SHIPPED_DIR = Path(__file__).resolve().parents[1] / "dataset" / "models"
+DATASET_DIR = Path(__file__).resolve().parents[1] / "dataset"
+SHIPPED_DIR = DATASET_DIR / "models"
 SHIPPED = "shipped"  # what a user types for "the shipped model for this hardware"
 
 
@@ -36,6 +38,14 @@ class ShippedModel:
     @property
     def lineage(self) -> dict[str, Any]:
         return self.meta.get("lineage") or {}
+
+
+def lineage_shard_path(name: str) -> Path:
+    """Where a shard a shipped model's lineage names lies. Lineages name shards from dataset/
+    (seed/<profile>/<shard>.json, extra/<set>/<shard>.json); a model shipped before data beyond
+    the seed trained one named them from dataset/seed/ (<profile>/<shard>.json)."""
+    first = Path(name).parts[0]
+    return DATASET_DIR / name if first in ("seed", "extra") else DATASET_DIR / "seed" / name
 
 
 @lru_cache(maxsize=1)

@@ -2,6 +2,8 @@
 bench/leaderboard.py): each name builds the model it says, a bag gets them per member, and a
 searched model's params are named back."""
 
+import json
+
 import pytest
 
 from bench._data import FEATURE_SETS, feature_set_name
@@ -128,3 +130,31 @@ def test_scoring_on_some_profiles_keeps_their_rows_and_refuses_unknown_ones():
     assert len(only_b) == 9 and set(only_b.candidate_hardware()) == {1}
     with pytest.raises(SystemExit, match="hw-c not in the data; choose from hw-a, hw-b"):
         scored_rows(data, ["hw-c"])
+
+
+def test_extra_shard_folders_are_checked_before_loading_and_named_from_dataset(tmp_path):
+    """--extra (bench/feature_sets.py, bench/ship_model.py): data beyond the seed's cap loads
+    beside the seed; a wrong folder fails in one line, and a --db store is never written."""
+    from bench._data import extra_folders, shard_provenance, store_or_seed
+    from storage.seed import SEED_DIR
+    from tasks.shipped import lineage_shard_path
+
+    with pytest.raises(SystemExit, match=r"--extra .*nowhere: .*is not a folder"):
+        extra_folders(str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit, match=r"--extra .*: no shards in it"):
+        extra_folders(str(tmp_path))
+    with pytest.raises(SystemExit, match=r"with --db, load them into .*tenforge ingest"):
+        store_or_seed(str(tmp_path / "mine.duckdb"), "test", [tmp_path])
+    assert not (tmp_path / "mine.duckdb").exists()
+
+    extra = sorted(p for p in (SEED_DIR.parent / "extra").iterdir() if p.is_dir())[0]
+    assert extra_folders(f"{extra}, ") == [extra]
+    named = shard_provenance([SEED_DIR, extra])
+    assert named[0]["shard"].startswith("seed/cpu-") or named[0]["shard"].startswith("seed/gpu-")
+    assert any(s["shard"].startswith(f"extra/{extra.name}/") for s in named)
+    for shard in named:  # a lineage's names lead back to the very files
+        manifest = lineage_shard_path(shard["shard"])
+        assert json.loads(manifest.read_text())["files"] == shard["files"]
+    # a model shipped before named its shards from dataset/seed/
+    old = named[0]["shard"].removeprefix("seed/")
+    assert lineage_shard_path(old) == lineage_shard_path(named[0]["shard"])

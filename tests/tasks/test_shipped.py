@@ -14,7 +14,12 @@ import pytest
 from core.errors import TenforgeError
 from storage.seed import SEED_DIR
 from tasks.hardware import resolve_profile
-from tasks.shipped import require_shipped_for, shipped_for, shipped_models
+from tasks.shipped import (
+    lineage_shard_path,
+    require_shipped_for,
+    shipped_for,
+    shipped_models,
+)
 from tests.conftest import SMALL_SEED_PROFILE
 
 x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
@@ -37,7 +42,7 @@ def test_a_shipped_model_loads_and_its_lineage_names_its_data():
     # new CPU) stays in git history and docs/seed-dataset.md names it
     datasheet = (SEED_DIR.parents[1] / "docs" / "seed-dataset.md").read_text()
     for shard in lineage["shards"]:
-        path = SEED_DIR / shard["shard"]
+        path = lineage_shard_path(shard["shard"])
         if not path.exists():
             assert path.name.removesuffix(".json") in datasheet, \
                 f"{shard['shard']} trained the shipped model, is gone and is not named"
@@ -52,18 +57,19 @@ def test_a_shipped_model_loads_and_its_lineage_names_its_data():
 def test_the_recorded_held_out_score_is_what_evaluate_measures_on_its_shards(tmp_path):
     """On the shards its lineage names (the seed grows after a model ships: new shards add
     networks and sizes, so the whole seed scores it on more than it was scored on)."""
-    from storage.seed import load_shards
+    from storage.ingest import ingest_shards
     from tasks.model_evaluation import evaluate_model
 
     shipped = shipped_models()[0]
-    seed = tmp_path / "seed"
-    for shard in shipped.lineage["shards"]:
-        manifest = SEED_DIR / shard["shard"]
-        (seed / shard["shard"]).parent.mkdir(parents=True, exist_ok=True)
+    shards = tmp_path / "shards"
+    for number, shard in enumerate(shipped.lineage["shards"]):
+        manifest = lineage_shard_path(shard["shard"])
+        folder = shards / f"{number:04d}"  # each in its own: seed and extra names may repeat
+        folder.mkdir(parents=True)
         for part in manifest.parent.glob(manifest.name.removesuffix(".json") + ".*"):
-            shutil.copy(part, (seed / shard["shard"]).parent)
+            shutil.copy(part, folder)
     db = str(tmp_path / "store.duckdb")
-    load_shards(db, seed, progress=lambda _: None)
+    ingest_shards(db, [shards], progress=lambda _: None)
     recorded = shipped.lineage["held_out"]
     held = tuple(shipped.lineage["split"]["holdout"])
     measured = evaluate_model("shipped", db, tuple(recorded["hardware"]), held)
