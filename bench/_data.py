@@ -76,8 +76,9 @@ def extra_folders(text: str | None) -> list[Path]:
 
 def shard_provenance(folders: list[Path]) -> list[dict]:
     """Each shard under `folders` that made the data: its path from the repository's dataset/
-    folder where it lies inside it (seed/<profile>/<shard>.json, extra/<set>/<shard>.json),
-    and the checksums its manifest records."""
+    folder where it lies inside it (seed/<profile>/<shard>.json, extra/<set>/<shard>.json,
+    device/<set>/<shard>.json), and the checksums its manifest records: every shard loaded,
+    whichever profiles the model then took from the store."""
     import json
 
     from storage.ingest import find_manifests

@@ -42,10 +42,11 @@ class ShippedModel:
 
 def lineage_shard_path(name: str) -> Path:
     """Where a shard a shipped model's lineage names lies. Lineages name shards from dataset/
-    (seed/<profile>/<shard>.json, extra/<set>/<shard>.json); a model shipped before data beyond
-    the seed trained one named them from dataset/seed/ (<profile>/<shard>.json)."""
+    (seed/<profile>/<shard>.json, extra/<set>/<shard>.json, device/<set>/<shard>.json); a model
+    shipped before data beyond the seed trained one named them from dataset/seed/
+    (<profile>/<shard>.json: a profile is never a folder of dataset/ itself)."""
     first = Path(name).parts[0]
-    return DATASET_DIR / name if first in ("seed", "extra") else DATASET_DIR / "seed" / name
+    return DATASET_DIR / name if (DATASET_DIR / first).is_dir() else DATASET_DIR / "seed" / name
 
 
 @lru_cache(maxsize=1)

@@ -158,3 +158,5 @@ def test_extra_shard_folders_are_checked_before_loading_and_named_from_dataset(t
     # a model shipped before named its shards from dataset/seed/
     old = named[0]["shard"].removeprefix("seed/")
     assert lineage_shard_path(old) == lineage_shard_path(named[0]["shard"])
+    device = sorted((SEED_DIR.parent / "device").rglob("*.json"))[0]  # a GPU lease's shards
+    assert lineage_shard_path(str(device.relative_to(SEED_DIR.parent))) == device
