@@ -40,10 +40,44 @@ def ranking_metrics(data: Dataset, scores: np.ndarray) -> dict[str, float]:
             for name, metric in RANKING_METRICS.items()}
 
 
+# A profile that measured a few of a network's tasks (tasks it shares with another network
+# collected there: a dense layer, a pooling) has not measured that network; scoring the sliver
+# as a whole network put single-task "networks" at 1.000 into a profile's mean. An instance
+# counts on a profile where it measured at least this share of the network's work (weight x
+# FLOPs) over every task of it the data holds on any profile. A collection of the network
+# measures nearly all of it (tasks with fewer than two valid candidates drop out).
+MIN_NETWORK_COVERAGE = 0.5
+
+
+def _network_work(data: Dataset) -> dict[str, dict[str, float]]:
+    """network -> {workload: weight x FLOPs} over the workloads with rows in `data` (weight
+    alone for a network with a task of unknown FLOPs)."""
+    groups = np.unique(data.group)
+    flops = dict(zip(data.group_workload[groups], data.group_flops[groups]))
+    work: dict[str, dict[str, float]] = {}
+    for workload, task_flops in flops.items():
+        for net, weight in data.workload_networks.get(workload, {}).items():
+            work.setdefault(net, {})[workload] = weight * float(task_flops)
+    for net, tasks in work.items():
+        if any(value <= 0 for value in tasks.values()):
+            work[net] = {w: float(data.workload_networks[w][net]) for w in tasks}
+    return work
+
+
+def network_coverage(data: Dataset, net: str, workloads: set[str],
+                     work: dict[str, dict[str, float]]) -> float:
+    """The share of `net`'s work (weight x FLOPs, over the data's tasks of it) in `workloads`."""
+    tasks = work.get(net, {})
+    total = sum(tasks.values())
+    return sum(v for w, v in tasks.items() if w in workloads) / total if total > 0 else 0.0
+
+
 def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:
-    """Network-level top-k score per (network, hardware) the data covers."""
+    """Network-level top-k score per (network, hardware) the data covers: where the profile
+    measured at least MIN_NETWORK_COVERAGE of the network's work."""
     out = {}
     workload = data.group_workload[data.group]
+    work = _network_work(data)
     for h, hw_name in enumerate(data.hardware_names):
         on_hw = data.candidate_hardware() == h
         nets: dict[str, dict[int, int]] = {}
@@ -51,6 +85,9 @@ def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, f
             for net, weight in data.workload_networks.get(data.group_workload[g], {}).items():
                 nets.setdefault(net, {})[int(g)] = weight
         for net, weights in sorted(nets.items()):
+            measured = {str(data.group_workload[g]) for g in weights}
+            if network_coverage(data, net, measured, work) < MIN_NETWORK_COVERAGE:
+                continue
             mask = on_hw & np.isin(workload, [data.group_workload[g] for g in weights])
             out[f"{net}@{hw_name}"] = network_topk_score(
                 data.latency[mask], scores[mask], data.group[mask], weights, k)

@@ -82,3 +82,30 @@ def test_network_topk_score():
 def test_mismatched_lengths_are_refused():
     with pytest.raises(ValueError, match="y_true has 2 values but y_pred has 3"):
         pairwise_accuracy([1, 2], [1, 2, 3])
+
+
+def test_a_profile_with_a_sliver_of_a_network_does_not_score_it_as_the_network():
+    """hw-a measured all of net0; hw-b only one of its tasks (shared with a network collected
+    there): net0 counts on hw-a, not on hw-b, whose mean would otherwise take the sliver's
+    score as a whole network's."""
+    from models.evaluate import (
+        MIN_NETWORK_COVERAGE,
+        _network_work,
+        network_coverage,
+        network_scores,
+    )
+    from tests.models.synthetic import synthetic_dataset
+
+    data = synthetic_dataset(n_groups=8, per_group=6, hardware=("hw-a", "hw-b"))
+    # groups alternate hardware (g % 2); net0 = workloads w0, w2, w4, w6 (all on hw-a) and
+    # w1 on hw-b; net1 = the other hw-b tasks
+    data.workload_networks.clear()
+    data.workload_networks.update({f"w{g}": {"net0": 1} for g in (0, 2, 4, 6)})
+    data.workload_networks.update({"w1": {"net0": 1, "net1": 1}, "w3": {"net1": 1},
+                                   "w5": {"net1": 1}, "w7": {"net1": 1}})
+    scores = np.arange(len(data), dtype=float)
+    keys = set(network_scores(data, scores, k=1))
+    assert keys == {"net0@hw-a", "net1@hw-b"}
+    work = _network_work(data)
+    assert network_coverage(data, "net0", {"w1"}, work) == pytest.approx(0.2)
+    assert network_coverage(data, "net0", {"w0", "w2", "w4", "w6"}, work) >= MIN_NETWORK_COVERAGE
