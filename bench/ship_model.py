@@ -15,7 +15,7 @@ scores; dataset/models/README.md gets the table.
 
     .venv/bin/python bench/ship_model.py [--family xgb] [--params '{"max_depth": 8}']
         [--holdout resnet50,mobilenet_v2,bert] [--db STORE | --extra DIR,DIR] [--seed 0]
-        [--dry-run]
+        [--gate-seeds 0,1,2] [--dry-run]
 """
 
 from __future__ import annotations
