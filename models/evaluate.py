@@ -64,8 +64,7 @@ def _network_work(data: Dataset) -> dict[str, dict[str, float]]:
     return work
 
 
-def network_coverage(data: Dataset, net: str, workloads: set[str],
-                     work: dict[str, dict[str, float]]) -> float:
+def network_coverage(net: str, workloads: set[str], work: dict[str, dict[str, float]]) -> float:
     """The share of `net`'s work (weight x FLOPs, over the data's tasks of it) in `workloads`."""
     tasks = work.get(net, {})
     total = sum(tasks.values())
@@ -86,7 +85,7 @@ def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, f
                 nets.setdefault(net, {})[int(g)] = weight
         for net, weights in sorted(nets.items()):
             measured = {str(data.group_workload[g]) for g in weights}
-            if network_coverage(data, net, measured, work) < MIN_NETWORK_COVERAGE:
+            if network_coverage(net, measured, work) < MIN_NETWORK_COVERAGE:
                 continue
             mask = on_hw & np.isin(workload, [data.group_workload[g] for g in weights])
             out[f"{net}@{hw_name}"] = network_topk_score(

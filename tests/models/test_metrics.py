@@ -107,5 +107,5 @@ def test_a_profile_with_a_sliver_of_a_network_does_not_score_it_as_the_network()
     keys = set(network_scores(data, scores, k=1))
     assert keys == {"net0@hw-a", "net1@hw-b"}
     work = _network_work(data)
-    assert network_coverage(data, "net0", {"w1"}, work) == pytest.approx(0.2)
-    assert network_coverage(data, "net0", {"w0", "w2", "w4", "w6"}, work) >= MIN_NETWORK_COVERAGE
+    assert network_coverage("net0", {"w1"}, work) == pytest.approx(0.2)
+    assert network_coverage("net0", {"w0", "w2", "w4", "w6"}, work) >= MIN_NETWORK_COVERAGE
