@@ -3,6 +3,7 @@ TenSet's XGBoost baseline), with XGBoost or LightGBM, regression or ranking loss
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_p
 from models.dataset import Dataset
 from models.trace_features import SUMMARY_DIM, tile_hardware_columns
 
+LGBM_WEIGHTS = "lgbm.txt.gz"  # LightGBM's own text format, gzipped
+LGBM_WEIGHTS_TEXT = "lgbm.txt"  # the same, uncompressed: models saved before 2026-11-29
 THREADS = 2  # this machine kind has 2 cores; more threads only add contention
 
 
@@ -326,8 +329,15 @@ class LGBMCostModel(_BoostedCostModel):
         return self.booster.predict(x, num_iteration=self.best_iteration, num_threads=THREADS)
 
     def _save_weights(self, path: Path) -> None:
-        self.booster.save_model(str(path / "lgbm.txt"), num_iteration=self.best_iteration)
+        # LightGBM's text trees compress about 5x: a shipped bag of five is 8.7 MB as text, too
+        # big to carry in git. mtime=0 keeps the same trees the same bytes.
+        text = self.booster.model_to_string(num_iteration=self.best_iteration)
+        (path / LGBM_WEIGHTS).write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
 
     def _load_weights(self, path: Path) -> None:
-        self.booster = lgb.Booster(model_file=str(path / "lgbm.txt"))
+        packed = path / LGBM_WEIGHTS
+        if packed.exists():
+            self.booster = lgb.Booster(model_str=gzip.decompress(packed.read_bytes()).decode())
+        else:  # saved before the weights were compressed
+            self.booster = lgb.Booster(model_file=str(path / LGBM_WEIGHTS_TEXT))
         self.best_iteration = self.booster.current_iteration()

@@ -85,6 +85,22 @@ class TestLGBM(CostModelContract):
     kind = "lgbm"
     fast = {"n_estimators": 60}
 
+    def test_weights_are_gzipped_and_old_text_weights_still_load(self, tmp_path):
+        import gzip
+        model = self.make()
+        model.fit(TRAIN)
+        model.save(tmp_path / "m")
+        packed = tmp_path / "m" / "lgbm.txt.gz"
+        assert packed.exists() and not (tmp_path / "m" / "lgbm.txt").exists()
+        # the same trees give the same bytes (no timestamp in the gzip header)
+        model.save(tmp_path / "again")
+        assert (tmp_path / "again" / "lgbm.txt.gz").read_bytes() == packed.read_bytes()
+        # a model saved before 2026-11-29 holds plain lgbm.txt
+        (tmp_path / "m" / "lgbm.txt").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
+        np.testing.assert_array_equal(load_model(tmp_path / "m").predict(VALID),
+                                      model.predict(VALID))
+
 
 class TestMLP(CostModelContract):
     kind = "mlp"
