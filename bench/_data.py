@@ -8,6 +8,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 KEEP_SCRATCH = "TENFORGE_KEEP_SCRATCH"
@@ -38,7 +39,7 @@ def scratch_dir(prefix: str) -> Path:
     return folder
 
 
-def store_or_seed(db: str | None, prefix: str, extra: list[Path] = ()) -> str:
+def store_or_seed(db: str | None, prefix: str, extra: Sequence[Path] = ()) -> str:
     """`db`, or a fresh temporary store holding the seed dataset and the shard folders `extra`
     (dataset/extra/...: measurements beyond the seed's 20 MiB cap), removed at exit."""
     from storage.ingest import ingest_shards
