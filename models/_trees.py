@@ -329,7 +329,7 @@ class LGBMCostModel(_BoostedCostModel):
         return self.booster.predict(x, num_iteration=self.best_iteration, num_threads=THREADS)
 
     def _save_weights(self, path: Path) -> None:
-        # LightGBM's text trees compress about 5x: a shipped bag of five is 8.7 MB as text, too
+        # LightGBM's text trees compress 2.4x: a shipped bag of five is 8.7 MB as text, too
         # big to carry in git. mtime=0 keeps the same trees the same bytes.
         text = self.booster.model_to_string(num_iteration=self.best_iteration)
         (path / LGBM_WEIGHTS).write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
