@@ -84,10 +84,10 @@ def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, f
             for net, weight in data.workload_networks.get(data.group_workload[g], {}).items():
                 nets.setdefault(net, {})[int(g)] = weight
         for net, weights in sorted(nets.items()):
-            measured = {str(data.group_workload[g]) for g in weights}
-            if network_coverage(net, measured, work) < MIN_NETWORK_COVERAGE:
+            measured = [data.group_workload[g] for g in weights]
+            if network_coverage(net, set(measured), work) < MIN_NETWORK_COVERAGE:
                 continue
-            mask = on_hw & np.isin(workload, [data.group_workload[g] for g in weights])
+            mask = on_hw & np.isin(workload, measured)
             out[f"{net}@{hw_name}"] = network_topk_score(
                 data.latency[mask], scores[mask], data.group[mask], weights, k)
     return out
