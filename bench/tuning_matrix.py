@@ -111,6 +111,7 @@ and writes the medians and spreads over seeds to OUT/README.md, with the curves 
     taskset -c 1 .venv/bin/python bench/tuning_matrix.py [--networks resnet18,mobilenet_v2,bert]
         [--variants ms-xgb,learned,instant] [--seeds 0,1,2] [--trials 1000] [--minutes 60]
         [--hardware local-1t] [--out docs/tuning-matrix] [--work data/tuning-matrix]
+        [--db STORE | --extra dataset/extra/SET,dataset/device/SET]
     .venv/bin/python bench/tuning_matrix.py --report [--out docs/tuning-matrix]
     .venv/bin/python bench/tuning_matrix.py --write-back STORE  # its candidates, as seed data
 
@@ -124,6 +125,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -140,7 +142,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import spread  # noqa: E402
+from bench._data import extra_folders, spread  # noqa: E402
 
 VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
             "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c",
@@ -254,6 +256,19 @@ def training_networks(stored: list[str], holdout: list[str]) -> list[str]:
 SHARED_TASKS_OUT = "shared-tasks-out"  # part of a model's key in WORK/models.json
 
 
+def ingested_digest(db: str) -> str | None:
+    """One digest of the shards `tenforge ingest` (or --extra) loaded into `db` beside the seed,
+    None for the seed alone: part of a model's key, so a store that gained shards trains a new
+    model rather than reusing one that never saw them."""
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        digests = sorted(d for (d,) in store.query("SELECT manifest_sha256 FROM ingested_shards"))
+    if not digests:
+        return None
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()[:16]
+
+
 def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
                   params: dict[str, Any], seed: int, work: Path) -> dict[str, Any]:
     """The seed's model for `seed`, trained once and remembered in WORK/models.json."""
@@ -266,8 +281,11 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     from models.trace_features import SUMMARY_VERSION
 
     # SHARED_TASKS_OUT: models since it was added never saw a task a held-out network shares
-    key = json.dumps([family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION,
-                      SHARED_TASKS_OUT], sort_keys=True)
+    shards = ingested_digest(db)
+    key_parts = [family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION,
+                 SHARED_TASKS_OUT]
+    # the seed alone keeps the key it always had: earlier work folders' models stay valid
+    key = json.dumps(key_parts + ([shards] if shards else []), sort_keys=True)
     if key in index and Path(index[key]["path"]).exists():
         return index[key]
     # every one-thread CPU profile with data; this machine's among them once it has some (a
@@ -289,7 +307,8 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
              "params": params, "trained_on": hardware, "networks": others,
              "held_out": sorted(holdout), "shared_tasks_held_out": True,
              "rows": int(row.get("train_rows") or 0),
-             "data_fingerprint": row.get("data_fingerprint"), "seed": seed}
+             "data_fingerprint": row.get("data_fingerprint"), "seed": seed,
+             "ingested_shards": shards}
     index[key] = entry
     write_atomically(index_path, index)
     return entry
@@ -497,10 +516,21 @@ def collect(args: argparse.Namespace) -> None:
     profile = resolve_profile(args.hardware)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    extra = extra_folders(args.extra)
+    if args.db and extra:
+        raise SystemExit(f"--extra loads shard folders into WORK/seed.duckdb; with --db, load "
+                         f"them into {args.db} with `tenforge ingest FOLDER --db {args.db}` and "
+                         "leave out --extra")
     db = args.db or str(work / "seed.duckdb")
     if not Path(db).exists():
         print(f"loading the seed into {db}", flush=True)
         load_shards(db, progress=lambda _: None)
+    if extra:  # shards already in the store are skipped: a resumed matrix loads nothing twice
+        from storage.ingest import ingest_shards
+
+        added = ingest_shards(db, extra, progress=lambda _: None)
+        print(f"--extra: {added['shards_new']} new shard(s) of {added['shards_found']} in "
+              f"{', '.join(map(str, extra))}", flush=True)
     cells = Path(args.out) / "cells"
     todo = [(s, n, v) for s in seeds for n in networks for v in variants
             if not (cells / f"{n}-{v}-s{s}.json").exists()]
@@ -852,6 +882,10 @@ def main_parser() -> argparse.ArgumentParser:
                              "2026-11-27: docs/tuning-results.md, fortieth session)")
     parser.add_argument("--db", help="store with the training data (default: WORK/seed.duckdb, "
                                      "loaded from the seed once)")
+    parser.add_argument("--extra", metavar="DIR,DIR",
+                        help="shard folders to load into WORK/seed.duckdb beside the seed (e.g. "
+                             "dataset/extra/...,dataset/device/...): the learned models train "
+                             "on them too")
     parser.add_argument("--out", default="docs/tuning-matrix", help="cells and the report")
     parser.add_argument("--work", default="data/tuning-matrix",
                         help="models and tuning databases (not committed)")

@@ -2,9 +2,12 @@
 (the cells themselves are hours of tuning; these use made-up curves)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from bench.tuning_matrix import (
     best_within,
@@ -321,3 +324,40 @@ def test_two_baseline_seeds_give_a_pooled_speedup_too():
     pooled = pooled_speedups(bases + learned)
     assert pooled[("net", "learned", 0)] == 5.0
     assert pooled[("net", "ms-xgb", 1)] == 300.0 / 700.0
+
+
+def test_extra_shards_load_into_the_work_store_once_and_key_new_models(seed_store, tmp_path,
+                                                                       capsys):
+    from bench.tuning_matrix import collect, ingested_digest, main_parser
+
+    work = tmp_path / "work"
+    work.mkdir()
+    db = str(work / "seed.duckdb")
+    shutil.copy(seed_store, db)
+    assert ingested_digest(db) is None  # the seed alone: the key earlier work folders used
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    stem = "20261127T000830-convnext-74b16720"  # one of dataset/extra's shards
+    for suffix in (".json", ".parquet", ".tasks.parquet"):
+        shutil.copy(ROOT / "dataset/extra/znver4-20261127-s38" / f"{stem}{suffix}", extra)
+    args = main_parser().parse_args(["--networks", "", "--variants", "ms-xgb", "--seeds", "0",
+                                     "--work", str(work), "--out", str(tmp_path / "out"),
+                                     "--extra", str(extra)])
+    collect(args)
+    assert "--extra: 1 new shard(s) of 1" in capsys.readouterr().out
+    digest = ingested_digest(db)
+    assert digest is not None  # a model trained before the shards came is not reused
+    collect(args)  # a resumed matrix loads nothing twice
+    assert "--extra: 0 new shard(s) of 1" in capsys.readouterr().out
+    assert ingested_digest(db) == digest
+
+
+def test_extra_beside_a_db_is_refused_in_one_line(tmp_path):
+    from bench.tuning_matrix import collect, main_parser
+
+    args = main_parser().parse_args(["--db", str(tmp_path / "store.duckdb"), "--extra",
+                                     str(ROOT / "dataset/extra/znver4-20261127-s38"),
+                                     "--work", str(tmp_path / "work"), "--networks", ""])
+    with pytest.raises(SystemExit, match="tenforge ingest"):
+        collect(args)
+    assert not (tmp_path / "store.duckdb").exists()  # nothing written
