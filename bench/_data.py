@@ -8,7 +8,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 KEEP_SCRATCH = "TENFORGE_KEEP_SCRATCH"
@@ -42,20 +42,35 @@ def scratch_dir(prefix: str) -> Path:
 def store_or_seed(db: str | None, prefix: str, extra: Sequence[Path] = ()) -> str:
     """`db`, or a fresh temporary store holding the seed dataset and the shard folders `extra`
     (dataset/extra/...: measurements beyond the seed's 20 MiB cap), removed at exit."""
+    refuse_extra_beside_db(db, extra, "the bench's temporary seed store")
+    if db is not None:
+        return db
+    return seeded_store(str(scratch_dir(prefix) / "seed.duckdb"), extra)
+
+
+def refuse_extra_beside_db(db: str | None, extra: Sequence[Path], own_store: str) -> None:
+    """--extra loads shard folders into the bench's own store (`own_store`); beside --db it would
+    write into the user's store behind their back, so say how to load them there instead."""
+    if db is not None and extra:
+        raise SystemExit(f"--extra loads shard folders into {own_store}; with --db, load them "
+                         f"into {db} with `tenforge ingest FOLDER --db {db}` and leave out --extra")
+
+
+def seeded_store(path: str, extra: Sequence[Path] = (),
+                 log: Callable[[str], None] = lambda _: None) -> str:
+    """`path` holding the seed dataset (loaded once, when the file is missing) and the shard
+    folders `extra` (a shard already ingested is skipped: a resumed bench loads nothing twice)."""
     from storage.ingest import ingest_shards
     from storage.seed import load_shards
 
-    if db is not None:
-        if extra:
-            raise SystemExit("--extra loads shard folders into the bench's temporary seed store; "
-                             f"with --db, load them into {db} with `tenforge ingest FOLDER --db "
-                             f"{db}` and leave out --extra")
-        return db
-    seeded = str(scratch_dir(prefix) / "seed.duckdb")
-    load_shards(seeded, progress=lambda _: None)
+    if not Path(path).exists():
+        log(f"loading the seed into {path}")
+        load_shards(path, progress=lambda _: None)
     if extra:
-        ingest_shards(seeded, list(extra), progress=lambda _: None)
-    return seeded
+        added = ingest_shards(path, list(extra), progress=lambda _: None)
+        log(f"--extra: {added['shards_new']} new shard(s) of {added['shards_found']} in "
+            f"{', '.join(map(str, extra))}")
+    return path
 
 
 def extra_folders(text: str | None) -> list[Path]:

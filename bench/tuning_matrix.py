@@ -142,7 +142,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import extra_folders, spread  # noqa: E402
+from bench._data import (  # noqa: E402
+    extra_folders,
+    refuse_extra_beside_db,
+    seeded_store,
+    spread,
+)
 
 VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc",
             "ms-xgb-nchw8c", "learned-nchw8c", "warm-nchw8c", "instant-share-nchw8c",
@@ -502,7 +507,6 @@ def joined(a0, a1, b0, b1) -> tuple[tuple[int, int] | None, tuple[int, int] | No
 
 
 def collect(args: argparse.Namespace) -> None:
-    from storage.seed import load_shards
     from tasks.hardware import resolve_profile
 
     networks = [n for n in args.networks.split(",") if n]
@@ -514,23 +518,12 @@ def collect(args: argparse.Namespace) -> None:
     # the networks the learned model never sees: the matrix's, whichever this run tunes
     holdout = sorted({*networks, *(n for n in (args.holdout or "").split(",") if n)})
     profile = resolve_profile(args.hardware)
+    extra = extra_folders(args.extra)
+    refuse_extra_beside_db(args.db, extra, "WORK/seed.duckdb")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    extra = extra_folders(args.extra)
-    if args.db and extra:
-        raise SystemExit(f"--extra loads shard folders into WORK/seed.duckdb; with --db, load "
-                         f"them into {args.db} with `tenforge ingest FOLDER --db {args.db}` and "
-                         "leave out --extra")
-    db = args.db or str(work / "seed.duckdb")
-    if not Path(db).exists():
-        print(f"loading the seed into {db}", flush=True)
-        load_shards(db, progress=lambda _: None)
-    if extra:  # shards already in the store are skipped: a resumed matrix loads nothing twice
-        from storage.ingest import ingest_shards
-
-        added = ingest_shards(db, extra, progress=lambda _: None)
-        print(f"--extra: {added['shards_new']} new shard(s) of {added['shards_found']} in "
-              f"{', '.join(map(str, extra))}", flush=True)
+    db = seeded_store(args.db or str(work / "seed.duckdb"), extra,
+                      log=lambda line: print(line, flush=True))
     cells = Path(args.out) / "cells"
     todo = [(s, n, v) for s in seeds for n in networks for v in variants
             if not (cells / f"{n}-{v}-s{s}.json").exists()]
