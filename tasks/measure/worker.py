@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from core.tvm_env import GPU_TARGET_KINDS
+from tasks.measure.linking import export_candidate
 from tasks.measure.network import compile_network
 from tasks.measure.protocol import Duplex, Unprepared, one_line
 
@@ -88,8 +89,7 @@ def _do_build(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     sch = s_tir.Schedule(_task_mod(tvm, req["workload_hash"], req["mod_json"]))
     s_tir.schedule.Trace.apply_json_to_schedule(json.loads(req["trace_json"]), sch)
-    lib = tvm.compile(sch.mod, target=Target(req["target"]))
-    lib.export_library(req["artifact"])
+    export_candidate(tvm.compile(sch.mod, target=Target(req["target"])), req["artifact"])
     return {"build_s": time.perf_counter() - start}
 
 
@@ -129,7 +129,7 @@ def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
         load, dev = (tvm.runtime.load_module, tvm.cpu(0)) if on_host else \
             _session(tvm, req["target"], req["runner"])
         path = os.path.join(req["artifact_dir"], f"ref-{req['workload_hash']}.so")
-        tvm.compile(mod, target=Target(on_host or req["target"])).export_library(path)
+        export_candidate(tvm.compile(mod, target=Target(on_host or req["target"])), path)
         tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
         load(path)["main"](*tensors)
         reference = [t.numpy() for t in tensors]
@@ -221,8 +221,8 @@ def _do_build_module(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     from tvm.target import Target
 
     start = time.perf_counter()
-    tvm.compile(tvm.ir.load_json(req["mod_json"]), target=Target(req["target"])
-                ).export_library(req["artifact"])
+    export_candidate(tvm.compile(tvm.ir.load_json(req["mod_json"]), target=Target(req["target"])),
+                     req["artifact"])
     return {"build_s": time.perf_counter() - start}
 
 
