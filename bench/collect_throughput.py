@@ -35,6 +35,7 @@ bootstrap()
 from bench._data import scratch_dir  # noqa: E402
 from tasks.hardware import detect_local_profiles  # noqa: E402
 from tasks.measure import MeasureJob, Measurer  # noqa: E402
+from tasks.measure.linking import export_candidate  # noqa: E402
 from tasks.sampling import sample_candidates  # noqa: E402
 from tasks.workloads import extract_network_tasks  # noqa: E402
 
@@ -78,7 +79,7 @@ def limit_path(profile, jobs: list[MeasureJob]) -> dict:
         sch = s_tir.Schedule(tvm.ir.load_json(job.mod_json))
         s_tir.schedule.Trace.apply_json_to_schedule(json.loads(job.trace_json), sch)
         path = os.path.join(work, f"{job.candidate_id}.so")
-        tvm.compile(sch.mod, target=target).export_library(path)
+        export_candidate(tvm.compile(sch.mod, target=target), path)  # as the workers link
         mid = time.perf_counter()
         lib = tvm.runtime.load_module(path)
         args = [tvm.runtime.tensor(a, dev) for a in inputs[job.workload_hash]]
