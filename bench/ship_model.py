@@ -86,6 +86,18 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def gate_sentence(gate: dict) -> str:
+    """The README's account of the gate: the seeds' scores, their median, and what it beat."""
+    seeds = ", ".join(f"{seed} {score:.3f}" for seed, score in gate["seeds"].items())
+    text = (f"Gate: the recipe's mean network top-1 on the held-out rows over seeds {seeds}, "
+            f"median {gate['median']:.3f}")
+    if "shipped" in gate:
+        text += (f", against {gate['shipped_score']:.3f} for the model shipped before it "
+                 f"({gate['shipped']}) on the same rows: "
+                 f"{gate['median'] - gate['shipped_score']:+.3f}")
+    return text + "."
+
+
 def gate_scores(data, holdout: tuple[str, ...], family: str, params: dict,
                 seeds: list[int], test_rows) -> dict[int, float]:
     """Mean network top-1 on the held-out networks of the recipe trained on each seed's by_network
@@ -219,7 +231,8 @@ def main() -> None:
         + report_table(args.family, report, markdown=True) + "\n\n"
         + report_table("MetaSchedule's XGB on the same rows", reports[BASELINE][2],
                        markdown=True)
-        + f"\n\nOver MetaSchedule's XGB: {gain:+.3f} mean network top-1.\n")
+        + f"\n\nOver MetaSchedule's XGB: {gain:+.3f} mean network top-1. "
+        + gate_sentence(gate) + "\n")
     print(f"wrote {path} and {readme}")
 
 

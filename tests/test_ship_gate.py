@@ -4,7 +4,7 @@ would test other rows, or bad seed lists, are refused in one line."""
 
 import pytest
 
-from bench.ship_model import gate_scores, parse_seeds
+from bench.ship_model import gate_scores, gate_sentence, parse_seeds
 from models.splits import SplitSpec, make_split
 from tests.models.synthetic import synthetic_dataset
 
@@ -29,8 +29,18 @@ def test_each_gate_seed_scores_the_same_held_out_rows():
 
 @pytest.mark.parametrize("text, message", [("0,x", "give comma-separated integers"),
                                            ("1,1", "each seed once")])
-
 def test_bad_gate_seeds_are_refused_in_one_line(text, message):
     with pytest.raises(SystemExit, match=message):
         parse_seeds(text)
     assert parse_seeds("0,1,2") == [0, 1, 2]
+
+
+def test_the_readme_says_what_the_gate_measured_and_beat():
+    gate = {"seeds": {"0": 0.7339, "1": 0.7104, "2": 0.7438}, "median": 0.7339,
+            "shipped": "shipped-old", "shipped_score": 0.7307}
+    text = gate_sentence(gate)
+    assert "seeds 0 0.734, 1 0.710, 2 0.744, median 0.734" in text
+    assert "against 0.731 for the model shipped before it (shipped-old)" in text
+    assert text.endswith(": +0.003.")
+    first = gate_sentence({"seeds": {"0": 0.7}, "median": 0.7})
+    assert "shipped before" not in first and first.endswith("median 0.700.")
