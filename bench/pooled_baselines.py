@@ -1,0 +1,113 @@
+"""Issue 15's search-time speedup over the cells of several tuning-matrix reports of one network.
+
+    .venv/bin/python bench/pooled_baselines.py --network mobilenet_v2 \
+        docs/tuning-matrix/cpu-rocketlake-avx512-1t-nchw16c-clean \
+        docs/tuning-matrix/cpu-rocketlake-avx512-1t-nchw16c-extra \
+        docs/tuning-matrix/cpu-rocketlake-avx512-1t-nchw16c-ld [--variant V] [--markdown]
+
+MetaSchedule's XGB trains on its own noisy measurements, so two runs of one seed end at
+different latencies; its curve still falls at 1,000 trials, so that spread moves a seed's
+speedup a lot (2.29x to 5.12x on the Xeon's mobilenet_v2). One report has three baseline runs.
+This pools the runs of several reports of the same search (same variant, budget, graph) and
+prints three rows:
+  - each report's own pairs (a variant cell against the baseline run of its own seed, as the
+    report does);
+  - every variant cell against the median final of all the baseline runs (the report's
+    pooled rule, `pooled_speedups`);
+  - every variant cell against every baseline run.
+The reports' hosts may have run at different speeds: the pooled rows say how far a
+three-seed median can move, they do not make one more precise. Reads only the cells' JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._data import spread  # noqa: E402
+from bench.tuning_matrix import (  # noqa: E402
+    VARIANTS,
+    baseline_of,
+    best_within,
+    pooled_speedups,
+    reach,
+    speedups,
+)
+from storage.reports import format_table, markdown_table  # noqa: E402
+
+HEADER = ["search-time speedups", "ratios", "median (min-max)", "never", "at the target or more"]
+
+
+def report_cells(folder: Path, network: str) -> list[dict[str, Any]]:
+    """The cells of `network` in one report folder; a clear error where there are none."""
+    paths = sorted((folder / "cells").glob(f"{network}-*.json"))
+    if not paths:
+        raise SystemExit(f"{folder}: no cells of {network} in {folder / 'cells'}: pass a "
+                         "tuning-matrix report folder (bench/tuning_matrix.py --out)")
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def pair_ratio(cell: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """`base`'s seconds to its best estimate within its budget / `cell`'s seconds to that
+    latency (None: `cell` never got there)."""
+    final = best_within(base["curve"], base["trials_budget"])
+    base_wall = reach(base["curve"], final)[1]
+    got = reach(cell["curve"], final)
+    return None if got is None else base_wall / max(got[1], 1e-9)
+
+
+def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
+                target: float) -> list[tuple]:
+    """The three rows (see the module's docstring) for `variant`'s cells over `reports`."""
+    present = {c["variant"] for cells in reports for c in cells}
+    baseline = baseline_of(variant, present)
+    own: list[float | None] = []
+    pooled_cells = []
+    for index, cells in enumerate(reports):
+        own += [ratio for (_, v, _), (ratio, _) in speedups(cells).items() if v == variant]
+        # seeds repeat between reports: keep each run apart for the pooled rule
+        pooled_cells += [{**c, "seed": (index, c["seed"])} for c in cells
+                         if c["variant"] in (variant, baseline)]
+    against_median = [r for (_, v, _), r in pooled_speedups(pooled_cells).items() if v == variant]
+    cells = [c for c in pooled_cells if c["variant"] == variant]
+    bases = [c for c in pooled_cells if c["variant"] == baseline and c["curve"]]
+    every_pair = [pair_ratio(c, b) for c in cells for b in bases]
+    return [row(f"each report's own pairs (same seed) vs {baseline}", own, target),
+            row(f"against the median final of {len(bases)} {baseline} runs", against_median,
+                target),
+            row(f"every cell against every {baseline} run", every_pair, target)]
+
+
+def row(label: str, ratios: list[float | None], target: float) -> tuple:
+    reached = [r for r in ratios if r is not None]
+    at_target = sum(r >= target for r in reached)
+    return (label, len(ratios), spread(reached),
+            len(ratios) - len(reached), f"{at_target} of {len(ratios)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", help="tuning-matrix report folders")
+    parser.add_argument("--network", required=True)
+    parser.add_argument("--variant", default="warm-focus-pop4-w128-online-nchw16c",
+                        help="the variant whose speedups to pool (default: the learned search)")
+    parser.add_argument("--target", type=float, default=5.0,
+                        help="count the ratios at this or more (issue 15's target: 5)")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    if args.variant not in VARIANTS:
+        raise SystemExit(f"unknown variant {args.variant}: choose from {', '.join(VARIANTS)}")
+    reports = [report_cells(Path(folder), args.network) for folder in args.folders]
+    if not any(c["variant"] == args.variant for cells in reports for c in cells):
+        raise SystemExit(f"no {args.variant} cell of {args.network} in {', '.join(args.folders)}")
+    rows = pooled_rows(reports, args.variant, args.target)
+    print((markdown_table if args.markdown else format_table)(HEADER, rows))
+
+
+if __name__ == "__main__":
+    main()

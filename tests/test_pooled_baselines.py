@@ -1,0 +1,56 @@
+"""bench/pooled_baselines.py: the three rows of speedups over several reports, on made-up cells
+whose ratios are worked out by hand."""
+
+import json
+
+import pytest
+
+from bench.pooled_baselines import main, pooled_rows
+
+
+def cell(variant, seed, curve):
+    return {"network": "net", "variant": variant, "seed": seed, "curve": curve,
+            "trials_budget": 100}
+
+
+# report A: XGB ends at 5 ms after 1000 s; the learned cell gets to 5 ms at 200 s (5x)
+A = [cell("ms-xgb", 0, [[10, 100.0, 9.0], [100, 1000.0, 5.0]]),
+     cell("learned", 0, [[10, 50.0, 6.0], [20, 200.0, 5.0]])]
+# report B: XGB ends at 6 ms after 500 s; the learned cell gets to 6 ms at 100 s (5x)
+B = [cell("ms-xgb", 0, [[10, 100.0, 9.0], [100, 500.0, 6.0]]),
+     cell("learned", 0, [[10, 100.0, 6.0], [20, 300.0, 5.0]])]
+
+
+def test_own_pairs_the_pooled_median_and_every_pair():
+    own, pooled, every = pooled_rows([A, B], "learned", target=5.0)
+    assert own[1:] == (2, "5.00 (5.00-5.00)", 0, "2 of 2")
+    # median final of the two XGB runs: the higher middle, 6 ms; their median time to it: the
+    # quicker, 500 s. A's learned cell is at 6 ms at 50 s (10x), B's at 100 s (5x)
+    assert pooled[1:] == (2, "7.50 (5.00-10.00)", 0, "2 of 2")
+    # A-A 5x, A-B 500/50 = 10x, B-A 1000/300 = 3.33x, B-B 5x
+    assert every[1:] == (4, "5.00 (3.33-10.00)", 0, "3 of 4")
+
+
+def test_a_cell_that_never_reaches_the_baseline_counts_as_never():
+    C = [cell("ms-xgb", 0, [[10, 100.0, 4.0]]), cell("learned", 0, [[10, 10.0, 8.0]])]
+    own, _, every = pooled_rows([A, C], "learned", target=5.0)
+    assert own[1:] == (2, "5.00", 1, "1 of 2")
+    # A's learned cell never gets to C's 4 ms; C's gets to neither XGB run's final
+    assert every[3] == 3
+
+
+def test_the_command_reads_report_folders_and_refuses_an_empty_one(tmp_path, capsys):
+    for name, cells in (("a", A), ("b", B)):
+        (tmp_path / name / "cells").mkdir(parents=True)
+        for c in cells:
+            path = tmp_path / name / "cells" / f"net-{c['variant']}-s{c['seed']}.json"
+            path.write_text(json.dumps(c))
+    main(["--network", "net", "--variant", "learned", "--markdown",
+          str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    assert ("| against the median final of 2 ms-xgb runs | 2 | 7.50 (5.00-10.00) | 0 | 2 of 2 |"
+            in out)
+    with pytest.raises(SystemExit, match="no cells of other"):
+        main(["--network", "other", str(tmp_path / "a")])
+    with pytest.raises(SystemExit, match="unknown variant"):
+        main(["--network", "net", "--variant", "nope", str(tmp_path / "a")])
