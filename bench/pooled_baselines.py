@@ -33,9 +33,8 @@ from bench._data import spread  # noqa: E402
 from bench.tuning_matrix import (  # noqa: E402
     VARIANTS,
     baseline_of,
-    best_within,
+    pair_speedup,
     pooled_speedups,
-    reach,
     speedups,
 )
 from storage.reports import format_table, markdown_table  # noqa: E402
@@ -50,15 +49,6 @@ def report_cells(folder: Path, network: str) -> list[dict[str, Any]]:
         raise SystemExit(f"{folder}: no cells of {network} in {folder / 'cells'}: pass a "
                          "tuning-matrix report folder (bench/tuning_matrix.py --out)")
     return [json.loads(p.read_text()) for p in paths]
-
-
-def pair_ratio(cell: dict[str, Any], base: dict[str, Any]) -> float | None:
-    """`base`'s seconds to its best estimate within its budget / `cell`'s seconds to that
-    latency (None: `cell` never got there)."""
-    final = best_within(base["curve"], base["trials_budget"])
-    base_wall = reach(base["curve"], final)[1]
-    got = reach(cell["curve"], final)
-    return None if got is None else base_wall / max(got[1], 1e-9)
 
 
 def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
@@ -76,7 +66,7 @@ def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
     against_median = [r for (_, v, _), r in pooled_speedups(pooled_cells).items() if v == variant]
     cells = [c for c in pooled_cells if c["variant"] == variant]
     bases = [c for c in pooled_cells if c["variant"] == baseline and c["curve"]]
-    every_pair = [pair_ratio(c, b) for c in cells for b in bases]
+    every_pair = [pair_speedup(c, b)[0] for c in cells for b in bases]
     return [row(f"each report's own pairs (same seed) vs {baseline}", own, target),
             row(f"against the median final of {len(bases)} {baseline} runs", against_median,
                 target),

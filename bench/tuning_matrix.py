@@ -566,10 +566,22 @@ def baseline_of(variant: str, present: set[str]) -> str:
     return VARIANTS[0]
 
 
+def pair_speedup(cell: dict[str, Any], base: dict[str, Any],
+                 slack: float = 1.0) -> tuple[float | None, float | None]:
+    """(search-time speedup, trial speedup) of `cell` to `base`'s best estimate within its
+    budget x `slack`: `base`'s seconds (trials) to that latency / `cell`'s; (None, None) where
+    `cell` never reached it."""
+    final = best_within(base["curve"], base["trials_budget"]) * slack
+    base_trials, base_wall = reach(base["curve"], final)
+    got = reach(cell["curve"], final)
+    return ((None, None) if got is None else
+            (base_wall / max(got[1], 1e-9), base_trials / max(got[0], 1)))
+
+
 def speedups(cells: list[dict[str, Any]], slack: float = 1.0) -> dict[tuple, tuple]:
-    """(network, variant, seed) -> (search-time speedup, trial speedup) to the final estimate
-    of the variant's baseline (`baseline_of`) x `slack` (1.1: within 10% of it); (None, None)
-    where the variant never reached it."""
+    """(network, variant, seed) -> `pair_speedup` against the variant's baseline
+    (`baseline_of`) of the same seed, to its final estimate x `slack` (1.1: within 10% of
+    it)."""
     present = {c["variant"] for c in cells}
     base = {(c["network"], c["variant"], c["seed"]): c for c in cells}
     out = {}
@@ -577,12 +589,7 @@ def speedups(cells: list[dict[str, Any]], slack: float = 1.0) -> dict[tuple, tup
         b = base.get((c["network"], baseline_of(c["variant"], present), c["seed"]))
         if b is None or not b["curve"]:
             continue
-        final = best_within(b["curve"], b["trials_budget"]) * slack
-        base_trials, base_wall = reach(b["curve"], final)
-        got = reach(c["curve"], final)
-        out[(c["network"], c["variant"], c["seed"])] = (
-            (None, None) if got is None else
-            (base_wall / max(got[1], 1e-9), base_trials / max(got[0], 1)))
+        out[(c["network"], c["variant"], c["seed"])] = pair_speedup(c, b, slack)
     return out
 
 
