@@ -10,6 +10,7 @@ Modules: `parser` (every command and option), `run_commands` (the flows), `data_
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -46,8 +47,29 @@ def bootstrap() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+def exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM end this process through Python's exit path, as Ctrl-C does.
+
+    Why: with Python's default action a SIGTERM ends the process on the spot, so nothing
+    registered with `atexit` runs. Prefect registers there the stop of its ephemeral API server
+    (a uvicorn child); a `tenforge collect` stopped by `timeout` or `kill` left that server running
+    at ~8% of a vCPU, re-parented to PID 1, for as long as nobody killed it. Prefect's flow
+    engine turns a SIGTERM into a crash of the flow run, then restores the handler it found and
+    sends the signal again: that second delivery lands here. Only the main thread may set a
+    handler; elsewhere (tenforge called from a thread) nothing changes."""
+    def handler(signum: int, frame: object) -> None:
+        print("tenforge: terminated (SIGTERM); re-run the same command to resume", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     bootstrap()  # before any project import: it puts the project root on sys.path
+    exit_cleanly_on_sigterm()
     from core.errors import TenforgeError
     from tenforge.cli.parser import build_parser
 

@@ -60,6 +60,47 @@ def test_killed_collection_resumes_and_measures_each_candidate_once(db):
         assert store.scalar("SELECT count(*) FROM runs WHERE status = 'completed'") == 1
 
 
+@pytest.mark.slow
+def test_a_sigterm_ends_collect_with_its_measurements_and_no_process_left(db, tmp_path):
+    """What `timeout` or `kill` sends, on the embedded defaults (Prefect's ephemeral API, as
+    `./run pipeline`): the process exits 143 and keeps what it measured, and no child outlives
+    it. Python's default SIGTERM skipped `atexit`, where Prefect stops its temporary server, so
+    that server ran on at ~8% of a vCPU beside whatever came next (a CI run, here)."""
+    import psutil
+
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    args = ["collect", "--hardware", PROFILE, "--networks", "matmul", "--candidates", "200",
+            "--measure-batch", "2", "--db", db]
+    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        seen, children = [], []
+        for line in proc.stdout:  # SIGTERM once a batch has been committed
+            seen.append(line)
+            children = psutil.Process(proc.pid).children(recursive=True) or children
+            if "measured 2/" in line or time.monotonic() > deadline:
+                break
+        assert any("measured 2/" in line for line in seen), "".join(seen[-20:])
+        assert any("uvicorn" in " ".join(c.cmdline()) for c in children)  # the ephemeral API
+        proc.send_signal(signal.SIGTERM)
+        # an orphaned child would keep the pipe open too, so this read would not end
+        rest, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 143, "".join(seen[-20:]) + rest[-3000:]
+        assert "terminated (SIGTERM)" in rest
+        _, still_running = psutil.wait_procs(children, timeout=10)
+        assert not still_running, [" ".join(c.cmdline())[:120] for c in still_running]
+    finally:
+        try:  # the group outlives its leader while an orphan is in it
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    candidates, measurements, _, missing = _counts(db)
+    assert 0 < measurements < candidates and missing > 0
+
+
 BAD_INPUT = [
     (["collect", "--hardware", "nope"], "unknown hardware profile 'nope'"),
     (["collect", "--networks", "resnet19"], "unknown network 'resnet19'"),
