@@ -30,19 +30,26 @@ def _counts(db):
             " WHERE m.candidate_id = c.candidate_id))")[0]
 
 
-@pytest.mark.slow
-def test_killed_collection_resumes_and_measures_each_candidate_once(db):
-    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *_collect_args(db)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True,
-                            env={**os.environ, "PREFECT_API_URL": shared_prefect_api()})
+def _start_until_first_batch(args, env):
+    """`tenforge ARGS` started in its own session, read until its first batch of 2 has been
+    committed (or 300 s): (the process, the lines it printed so far)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=env)
     deadline = time.monotonic() + 300
     seen = []
-    for line in proc.stdout:  # kill right after the first batch has been committed
+    for line in proc.stdout:
         seen.append(line)
         if "measured 2/" in line or time.monotonic() > deadline:
             break
-    os.killpg(proc.pid, signal.SIGKILL)
+    return proc, seen
+
+
+@pytest.mark.slow
+def test_killed_collection_resumes_and_measures_each_candidate_once(db):
+    proc, seen = _start_until_first_batch(
+        _collect_args(db), {**os.environ, "PREFECT_API_URL": shared_prefect_api()})
+    os.killpg(proc.pid, signal.SIGKILL)  # right after the first batch has been committed
     proc.wait()
     assert any("measured 2/" in line for line in seen), "".join(seen[-20:])
     time.sleep(1)
@@ -72,18 +79,10 @@ def test_a_sigterm_ends_collect_with_its_measurements_and_no_process_left(db, tm
     env.pop("PREFECT_API_URL", None)
     args = ["collect", "--hardware", PROFILE, "--networks", "matmul", "--candidates", "200",
             "--measure-batch", "2", "--db", db]
-    proc = subprocess.Popen([sys.executable, "-m", "tenforge.cli", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=env)
+    proc, seen = _start_until_first_batch(args, env)
     try:
-        deadline = time.monotonic() + 300
-        seen, children = [], []
-        for line in proc.stdout:  # SIGTERM once a batch has been committed
-            seen.append(line)
-            children = psutil.Process(proc.pid).children(recursive=True) or children
-            if "measured 2/" in line or time.monotonic() > deadline:
-                break
         assert any("measured 2/" in line for line in seen), "".join(seen[-20:])
+        children = psutil.Process(proc.pid).children(recursive=True)
         assert any("uvicorn" in " ".join(c.cmdline()) for c in children)  # the ephemeral API
         proc.send_signal(signal.SIGTERM)
         # an orphaned child would keep the pipe open too, so this read would not end
