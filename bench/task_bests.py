@@ -3,7 +3,8 @@
 A graph-level change (a layout, a fold) renames and rehashes tasks, so this matches them by
 what they compute on: the shapes of their first two arguments (data, weight) and of their
 output. Each side may be several databases (seeds): a task's time is the median over them of
-its best valid measurement. Prints the tasks heaviest first, before -> after and the ratio,
+its best valid measurement. Prints the tasks heaviest first, before -> after, the ratio and
+the median count of valid measurements (how many trials each side spent on the task),
 and the sum of the matched tasks' bests (each task once, not weighted by occurrences: the
 end-to-end time is the bench's other column).
 
@@ -26,30 +27,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from storage.ms_database import MS_DATABASE_FILES, MS_FAILED_RUN_SECS, open_json_database
 
 
-def task_bests(folder: str) -> dict[tuple, float]:
-    """{(data shape, weight shape, output shape): fastest run (of a record's run_secs) of its
-    valid records} of one database."""
+def task_runs(folder: str) -> dict[tuple, list[float]]:
+    """{(data shape, weight shape, output shape): the fastest run (of a record's run_secs) of
+    each valid record} of one database: its best and how many candidates it measured."""
     database = open_json_database(Path(folder), create=False)
     from tvm.s_tir import meta_schedule as ms
 
-    bests: dict[tuple, float] = {}
+    runs: dict[tuple, list[float]] = {}
     for record in database.get_all_tuning_records():
         secs = [float(s) for s in record.run_secs or []]
         if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):  # as storage reads them
             continue
-        seconds = min(secs)
         shapes = [tuple(int(d) for d in arg.shape)
                   for arg in ms.arg_info.ArgInfo.from_prim_func(record.workload.mod["main"])]
         key = (shapes[0], shapes[1], shapes[-1]) if len(shapes) >= 3 else tuple(shapes)
-        bests[key] = min(bests.get(key, seconds), seconds)
-    return bests
+        runs.setdefault(key, []).append(min(secs))
+    return runs
+
+
+def task_bests(folder: str) -> dict[tuple, float]:
+    """{task key: fastest run of its valid records} of one database."""
+    return {key: min(seconds) for key, seconds in task_runs(folder).items()}
 
 
 def median_bests(folders: list[str]) -> dict[tuple, float]:
     """The tasks every database has, each with the median of its bests."""
-    each = [task_bests(folder) for folder in folders]
-    common = set.intersection(*(set(bests) for bests in each))
-    return {key: statistics.median(bests[key] for bests in each) for key in common}
+    return {key: best for key, (best, _) in median_summary(folders).items()}
+
+
+def median_summary(folders: list[str]) -> dict[tuple, tuple[float, float]]:
+    """The tasks every database has, each with the median of its bests and the median of its
+    valid measurements: where a search lost a task, and whether it spent trials there."""
+    each = [task_runs(folder) for folder in folders]
+    common = set.intersection(*(set(runs) for runs in each))
+    return {key: (statistics.median(min(runs[key]) for runs in each),
+                  statistics.median(len(runs[key]) for runs in each))
+            for key in common}
 
 
 def main() -> None:
@@ -62,14 +75,16 @@ def main() -> None:
         missing = [name for name in MS_DATABASE_FILES if not (Path(folder) / name).is_file()]
         if missing:
             parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
-    before = median_bests(args.before.split(","))
-    after = median_bests(args.after.split(","))
+    before_summary = median_summary(args.before.split(","))
+    after_summary = median_summary(args.after.split(","))
+    before = {key: best for key, (best, _) in before_summary.items()}
+    after = {key: best for key, (best, _) in after_summary.items()}
     matched = sorted(set(before) & set(after), key=lambda key: -before[key])
     print(f"{len(before)} tasks before, {len(after)} after, {len(matched)} matched by shapes")
-    print("before us -> after us  ratio  data shape, weight shape")
+    print("before us -> after us  ratio  measured before / after  data shape, weight shape")
     for key in matched[:args.top]:
         print(f"{before[key] * 1e6:9.1f} -> {after[key] * 1e6:9.1f}  {after[key] / before[key]:.2f}"
-              f"  {key[0]} {key[1]}")
+              f"  {before_summary[key][1]:6.0f} / {after_summary[key][1]:<6.0f}  {key[0]} {key[1]}")
     total_before = sum(before[key] for key in matched)
     total_after = sum(after[key] for key in matched)
     print(f"sum of the matched tasks' bests (each once): {total_before * 1e3:.3f} -> "

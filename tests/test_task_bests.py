@@ -3,7 +3,7 @@ the median over databases of the tasks they all have."""
 
 import pytest
 
-from bench.task_bests import median_bests, task_bests
+from bench.task_bests import median_bests, median_summary, task_bests
 from core.tvm_env import load_tvm
 
 
@@ -44,3 +44,12 @@ def test_a_tasks_best_is_its_fastest_valid_run_and_the_median_is_over_common_tas
     assert task_bests(first) == pytest.approx({key: 2e-6, ((16, 8), (8, 8), (16, 8)): 9e-6})
     # only the 4 x 8 task is in all three; its bests are 2, 4 and 6 us
     assert median_bests([first, second, third]) == pytest.approx({key: 4e-6})
+
+
+def test_the_summary_counts_each_tasks_valid_measurements_median_over_databases(tmp_path):
+    first = _database(tmp_path / "a", {4: [3e-6, 1e10, 2e-6]})
+    second = _database(tmp_path / "b", {4: [4e-6, 5e-6, 6e-6, 7e-6]})
+    third = _database(tmp_path / "c", {4: [1e10, 6e-6]})
+    key = ((4, 8), (8, 8), (4, 8))
+    # valid measurements 2, 4 and 1 (failed ones do not count): median 2; bests 2, 4, 6 us
+    assert median_summary([first, second, third]) == pytest.approx({key: (4e-6, 2)})
