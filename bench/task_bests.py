@@ -56,8 +56,8 @@ def median_bests(folders: list[str]) -> dict[tuple, float]:
 
 
 def median_summary(folders: list[str]) -> dict[tuple, tuple[float, float]]:
-    """The tasks every database has, each with the median of its bests and the median of its
-    valid measurements: where a search lost a task, and whether it spent trials there."""
+    """The tasks every database has, each with the median of its bests and the median count
+    of its valid measurements: where a search lost a task, and whether it spent trials there."""
     each = [task_runs(folder) for folder in folders]
     common = set.intersection(*(set(runs) for runs in each))
     return {key: (statistics.median(min(runs[key]) for runs in each),
