@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.ms_database import MS_DATABASE_FILES, MS_FAILED_RUN_SECS, open_json_database
+from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_run_secs
 
 
 def task_runs(folder: str) -> dict[tuple, list[float]]:
@@ -35,8 +35,8 @@ def task_runs(folder: str) -> dict[tuple, list[float]]:
 
     runs: dict[tuple, list[float]] = {}
     for record in database.get_all_tuning_records():
-        secs = [float(s) for s in record.run_secs or []]
-        if not secs or any(s >= MS_FAILED_RUN_SECS for s in secs):  # as storage reads them
+        secs = valid_run_secs(record)  # the project's one check of a failed record
+        if not secs:
             continue
         shapes = [tuple(int(d) for d in arg.shape)
                   for arg in ms.arg_info.ArgInfo.from_prim_func(record.workload.mod["main"])]
