@@ -163,17 +163,34 @@ SEED_COMPRESSION = 19
 OUTBOX_COMPRESSION = 9
 
 
+def shard_loaded_runs(store: Store) -> dict[str, int]:
+    """Run id -> the most measurements a shard of that run held, for every run this store
+    loaded from a shard (`dataset load-seed` or `ingest`): those runs are shards already."""
+    loaded: dict[str, int] = {}
+    ingested = store.query("SELECT run_id, measured FROM ingested_shards")
+    for run, measured in [*loaded_seed_runs(store), *ingested]:
+        loaded[run] = max(loaded.get(run, 0), int(measured))
+    return loaded
+
+
 def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
                   include_running: bool = False, run_ids: list[str] | None = None,
-                  compression_level: int = SEED_COMPRESSION) -> list[ShardSummary]:
+                  compression_level: int = SEED_COMPRESSION,
+                  new_only: bool = False) -> list[ShardSummary]:
     """Write a shard for every run in `db` (or only `run_ids`) that has none yet under
-    `out_dir` (or whose run has measured more since); return the shards written."""
+    `out_dir` (or whose run has measured more since); return the shards written. `new_only`:
+    skip the runs the store loaded from a shard and that measured nothing more here (a store
+    that began as a copy of one holding the seed and dataset/extra would otherwise write all of
+    those again into a new folder: 264 of 271 shards, session 63)."""
     out_dir = Path(out_dir)
     written: list[ShardSummary] = []
     with Store(db, read_only=True) as store:
+        loaded = shard_loaded_runs(store) if new_only else {}
         for run in exportable_runs(store, include_running):
             if run_ids is not None and run["run_id"] not in run_ids:
                 continue
+            if run["measured"] <= loaded.get(run["run_id"], -1):
+                continue  # a shard somewhere holds all of it
             params = json.loads(run["parameters_json"])
             folder = out_dir / (run["hardware"] or "unknown")
             stem = _shard_stem(run)

@@ -115,7 +115,8 @@ def cmd_dataset_load_seed(args: argparse.Namespace) -> int:
 def cmd_dataset_export_seed(args: argparse.Namespace) -> int:
     from storage.seed import export_shards
 
-    written = export_shards(args.db, args.out, include_running=args.include_running)
+    written = export_shards(args.db, args.out, include_running=args.include_running,
+                            new_only=args.new_only)
     for shard in written:
         print(f"wrote {args.out}/{shard.hardware}/{shard.stem}: {shard.network}, "
               f"{shard.measured} measurements ({shard.errors} errors)")

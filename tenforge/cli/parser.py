@@ -379,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(SEED_DIR), help="seed folder")
     p.add_argument("--include-running", action="store_true",
                    help="also runs still marked running (a killed collect)")
+    p.add_argument("--new-only", action="store_true",
+                   help="only runs that measured in this store: skip those it loaded from a "
+                        "shard (load-seed, ingest) that measured nothing more since")
     db_option(p)
     p.set_defaults(func=data.cmd_dataset_export_seed)
     p = dsub.add_parser("info", help="what the seed holds, per profile and network")

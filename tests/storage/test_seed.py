@@ -73,6 +73,26 @@ def test_export_of_a_loaded_store_reproduces_the_shards(seeded, tmp_path):
         assert mine.equals(shipped), stem
 
 
+def test_new_only_writes_no_shard_the_store_loaded_or_ingested(seeded, tmp_path):
+    """`export-seed --new-only` into a new folder: a store that loaded the seed (load-seed) or
+    took a shard in through `ingest` writes none of them again; without it, as before."""
+    from storage.ingest import ingest_shards
+
+    assert export_shards(seeded, tmp_path / "a", compression_level=OUTBOX_COMPRESSION,
+                         new_only=True) == []
+    one = MANIFESTS[0]
+    folder = tmp_path / "one" / one.parent.name
+    folder.mkdir(parents=True)
+    for path in one.parent.glob(f"{one.stem}.*"):
+        shutil.copy(path, folder)
+    db = str(tmp_path / "ingested.duckdb")
+    ingest_shards(db, [tmp_path / "one"], progress=lambda _: None)
+    assert export_shards(db, tmp_path / "b", compression_level=OUTBOX_COMPRESSION,
+                         new_only=True) == []
+    again = export_shards(db, tmp_path / "c", compression_level=OUTBOX_COMPRESSION)
+    assert [s.stem for s in again] == [one.stem]
+
+
 def test_a_damaged_shard_is_refused_before_anything_is_written(tmp_path):
     seed = tmp_path / "seed"
     shutil.copytree(SEED_DIR, seed)
