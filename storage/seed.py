@@ -181,7 +181,7 @@ def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
     `out_dir` (or whose run has measured more since); return the shards written. `new_only`:
     skip the runs the store loaded from a shard and that measured nothing more here (a store
     that began as a copy of one holding the seed and dataset/extra would otherwise write all of
-    those again into a new folder: 264 of 271 shards, session 63)."""
+    those again into a new folder: 257 old shards beside 14 new, session 63)."""
     out_dir = Path(out_dir)
     written: list[ShardSummary] = []
     with Store(db, read_only=True) as store:
