@@ -165,7 +165,9 @@ OUTBOX_COMPRESSION = 9
 
 def shard_loaded_runs(store: Store) -> dict[str, int]:
     """Run id -> the most measurements a shard of that run held, for every run this store
-    loaded from a shard (`dataset load-seed` or `ingest`): those runs are shards already."""
+    loaded from a shard (`dataset load-seed` or `ingest`): those runs are shards already. Both
+    sources, because load_shard's run row keeps the first shard's count (INSERT OR IGNORE),
+    while `ingested_shards` has a row for each shard, a later and longer re-export too."""
     loaded: dict[str, int] = {}
     ingested = store.query("SELECT run_id, measured FROM ingested_shards")
     for run, measured in [*loaded_seed_runs(store), *ingested]:
