@@ -83,7 +83,7 @@ def load_seed_if_empty(db: str) -> dict:
 def export_run_shard(db: str, run_id: str, outbox: str) -> list[str]:
     """Write this run's measurements as a shard into the machine's outbox (the fleet's central
     store ingests it from there)."""
-    from storage.seed import OUTBOX_COMPRESSION, export_shards
+    from storage.seed_export import OUTBOX_COMPRESSION, export_shards
 
     written = export_shards(db, outbox, run_ids=[run_id], compression_level=OUTBOX_COMPRESSION)
     get_run_logger().info(f"exported {len(written)} shard(s) to {outbox}")

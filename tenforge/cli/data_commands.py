@@ -113,7 +113,7 @@ def cmd_dataset_load_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_export_seed(args: argparse.Namespace) -> int:
-    from storage.seed import export_shards
+    from storage.seed_export import export_shards
 
     written = export_shards(args.db, args.out, include_running=args.include_running,
                             new_only=args.new_only)

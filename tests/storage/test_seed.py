@@ -7,7 +7,8 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from storage.seed import OUTBOX_COMPRESSION, SEED_DIR, export_shards, find_shards, load_shards
+from storage.seed import SEED_DIR, find_shards, load_shards
+from storage.seed_export import OUTBOX_COMPRESSION, export_shards
 from storage.store import Store
 from tests.conftest import run_cli
 

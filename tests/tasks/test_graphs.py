@@ -520,7 +520,7 @@ def test_collect_refuses_simt_on_a_cpu(db):
 
 
 def test_a_simt_collect_shard_names_the_option_in_its_command():
-    from storage.seed import _command_of
+    from storage.seed_export import _command_of
 
     params = {"hardware": "gpu-h200", "networks": ["vit"], "candidates_per_task": 16,
               "seed": 0, "batch_size": 1, "graph": "fp16"}
