@@ -126,7 +126,8 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  measurer: Any, samples: int | Sequence[int], measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
                  context_of: list[int] | None = None, budget: int | None = None,
-                 library: Sequence[SourceSchedule] = (), evolve_generations: int = 0) -> None:
+                 library: Sequence[SourceSchedule] = (), evolve_generations: int = 0,
+                 threads: int = 1) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
@@ -137,20 +138,25 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     schedules (tasks.schedule_transfer) adds up to TRANSFERRED candidates made from them to
     each task's first ranking, beside the sampled ones.
     `evolve_generations` > 0: each task's first ranking also holds the children of its best
-    samples bred that many generations by the model alone (tasks.model_evolution)."""
+    samples bred that many generations by the model alone (tasks.model_evolution).
+    `threads` > 1: every task's first sample is drawn up front, that many tasks at a time
+    (tasks.sampling.sample_tasks), before anything is measured, so no sampling runs beside a
+    timing; the candidates are the same."""
     tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
     tuner.library = library
     tuner.evolve_generations = evolve_generations
+    pending = [_TaskState(i if context_of is None else context_of[i], extracted[index],
+                          tvm.ir.save_json(extracted[index].dispatched[0]), flops[i])
+               for i, index in enumerate(chosen)]
+    wanted_of = [samples if isinstance(samples, int) else samples[i] for i in range(len(chosen))]
+    drawn = _draw_up_front(profile, pending, wanted_of, seed, threads, log, report)
     states = []
-    for i, index in enumerate(chosen):
+    for state, wanted, first_sample in zip(pending, wanted_of, drawn):
         if log.should_stop():
             return
-        task = extracted[index]
-        state = _TaskState(i if context_of is None else context_of[i], task,
-                           tvm.ir.save_json(task.dispatched[0]), flops[i])
+        task = state.task
         started = time.monotonic()
-        wanted = samples if isinstance(samples, int) else samples[i]
-        ranked = tuner.rank(state, wanted, seed)
+        ranked = tuner.rank(state, wanted, seed, drawn=first_sample)
         if not ranked:
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
@@ -169,6 +175,31 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     if extra > 0 and not log.should_stop():
         _second_pass(tuner, states, extra, samples if isinstance(samples, int) else
                      round(sum(samples) / len(samples)), seed)
+
+
+def _draw_up_front(profile: HardwareProfile, states: list[_TaskState], wanted: list[int],
+                   seed: int, threads: int, log: Any, report: Callable[[str], None]
+                   ) -> list[tuple[list[Any], int] | None]:
+    """Each task's first sample, drawn `threads` tasks at a time (None each where threads is 1:
+    the task samples when its turn comes, as it always did)."""
+    if threads <= 1:
+        return [None] * len(states)
+    import threading
+
+    from tasks.sampling import sample_tasks
+
+    lock = threading.Lock()  # should_stop notes (and reports) a passed deadline once
+
+    def stop() -> bool:
+        with lock:
+            return log.should_stop()
+
+    started = time.monotonic()
+    drawn = sample_tasks([(s.mod_json, profile.target, n, seed) for s, n in zip(states, wanted)],
+                         threads, stop)
+    report(f"sampled {sum(d is not None for d in drawn)} tasks' candidates on {threads} "
+           f"threads in {time.monotonic() - started:.1f} s")
+    return drawn
 
 
 def fill_unmeasured(extracted: list[Any], chosen: list[int], flops: list[float],
@@ -304,16 +335,18 @@ class _Tuner:
         self.library: Sequence[SourceSchedule] = ()  # other tasks' schedules to transfer
         self.evolve_generations = 0  # model-only evolution on a task's first ranking
 
-    def rank(self, state: _TaskState, samples: int, seed: int) -> list[_Ranked]:
+    def rank(self, state: _TaskState, samples: int, seed: int,
+             drawn: tuple[list[Any], int] | None = None) -> list[_Ranked]:
         """`samples` new distinct candidates of the task (none drawn before), and on its first
         ranking up to TRANSFERRED made from the library and, with `evolve_generations`, the
-        children the model bred from the best of them, best first."""
+        children the model bred from the best of them, best first. `drawn`: the first
+        ranking's sample, drawn already (what sample_candidates gives for `samples`, `seed`)."""
         from tasks.sampling import sample_candidates
 
         known = state.sampled
         first = not known  # the task's first ranking: the only one that transfers and breeds
-        candidates, _ = sample_candidates(state.mod_json, self.profile.target,
-                                          len(known) + samples, seed, known_hashes=known)
+        candidates, _ = drawn if drawn is not None and first else sample_candidates(
+            state.mod_json, self.profile.target, len(known) + samples, seed, known_hashes=known)
         sampled = len(candidates)
         if self.library and first and self.model is not None:
             candidates += transfer_candidates(

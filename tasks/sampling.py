@@ -9,6 +9,7 @@ asking for more candidates extends it (a re-run re-derives exactly what it sampl
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -94,6 +95,28 @@ def sample_candidates(mod_json: str, target: dict, count: int, seed: int,
             found.append((schedule_hash, sch, space_index, sch_seed))
 
     return as_candidates(context, found), invalid
+
+
+SampleRequest = tuple[str, dict, int, int]  # (task module JSON, target, count, seed)
+
+
+def sample_tasks(requests: Sequence[SampleRequest], threads: int,
+                 should_stop: Callable[[], bool] = lambda: False
+                 ) -> list[tuple[list[Candidate], int] | None]:
+    """sample_candidates for each request, `threads` tasks at a time; None where `should_stop`
+    said so before that task began (a deadline, an interrupt). Each task draws from its own
+    context and seeded schedules, so the candidates are the ones a call per task gives, in any
+    order. Threads, not processes: TVM's FFI calls (replay, postprocessors, lowering for the
+    features) release the GIL, and a process would pay TVM's import and the task's design
+    space again."""
+
+    def one(request: SampleRequest) -> tuple[list[Candidate], int] | None:
+        return None if should_stop() else sample_candidates(*request)
+
+    if threads <= 1:
+        return [one(r) for r in requests]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sample") as pool:
+        return list(pool.map(one, requests))
 
 
 def as_candidates(context: Any, found: Sequence[tuple[str, Any, int, int]]) -> list[Candidate]:

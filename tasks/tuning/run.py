@@ -169,8 +169,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     Scheduler "instant" measures `instant_top` candidates per task (default: the trials spread
     over the tasks, 2 to 8) out of `population` ranked by the model, then the rest of `trials`
     by each task's share of the estimated latency (tasks.instant).
-    `search_threads` (default: every core this process may use) run the evolutionary search;
-    measuring never overlaps it, so the measurement's thread count is the profile's alone.
+    `search_threads` (default: every core this process may use) run the evolutionary search
+    and draw a warm start's (or instant's) samples, that many tasks at a time; measuring never
+    overlaps either, so the measurement's thread count is the profile's alone.
     `warm_start` (a learned `cost_model` and a searching scheduler): before the search, measure
     the model's top `warm_start` of `warm_samples` ranked candidates per task, as instant
     tuning does, out of the same trial budget. Every task then has a measured schedule within
@@ -310,7 +311,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                  database, cost_model, log, measurer, samples=per_task,
                                  measure_top=warm_start, seed=seed, report=report,
                                  context_of=first_context, library=transfer_library,
-                                 evolve_generations=warm_evolve)
+                                 evolve_generations=warm_evolve, threads=search_threads)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -321,7 +322,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=population,
                                  measure_top=top, seed=seed, report=report, budget=trials,
-                                 library=transfer_library, evolve_generations=warm_evolve)
+                                 library=transfer_library, evolve_generations=warm_evolve,
+                                 threads=search_threads)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                     ms.tune_tasks(tasks=contexts,
                                   task_weights=[log.context_weight(c)

@@ -2,7 +2,9 @@
 
 import json
 
-from tasks.sampling import FEATURE_DIM, apply_trace, sample_candidates
+import numpy as np
+
+from tasks.sampling import FEATURE_DIM, apply_trace, sample_candidates, sample_tasks
 from tasks.workloads import extract_network_tasks
 from tests.conftest import LOCAL_TARGET
 
@@ -22,6 +24,23 @@ def test_same_seed_same_candidates_and_more_extends_them():
                                 known_hashes=[c.schedule_hash for c in first])
     assert len(more) == 3
     assert not {c.schedule_hash for c in more} & {c.schedule_hash for c in first}
+
+
+def test_tasks_sampled_on_threads_get_the_candidates_one_call_each_gives():
+    tasks = [t for t in extract_network_tasks("mlp", 1, 16, LOCAL_TARGET)
+             if not t.task_name.startswith("transpose")][:3] + [_matmul()]
+    requests = [(t.mod_json, LOCAL_TARGET, 6, 7 + i) for i, t in enumerate(tasks)]
+    alone = [sample_candidates(*r) for r in requests]
+    threaded = sample_tasks(requests, threads=3)
+    assert len(threaded) == len(requests)
+    for (want, want_invalid), (got, got_invalid) in zip(alone, threaded):
+        assert want_invalid == got_invalid and len(want) == len(got) > 0
+        for a, b in zip(want, got):
+            assert (a.schedule_hash, a.trace_json, a.sample_seed) == \
+                (b.schedule_hash, b.trace_json, b.sample_seed)
+            assert np.array_equal(a.features, b.features)
+    # a deadline passed: the tasks not begun are None, nothing is sampled
+    assert sample_tasks(requests, threads=2, should_stop=lambda: True) == [None] * len(requests)
 
 
 def test_extending_past_the_give_up_window_still_finds_new_candidates():
