@@ -115,6 +115,8 @@ def sample_tasks(requests: Sequence[SampleRequest], threads: int,
 
     if threads <= 1:
         return [one(r) for r in requests]
+    if requests:  # the target's tensor intrinsics imported once, before any thread needs them
+        load_tvm(requests[0][1])
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sample") as pool:
         return list(pool.map(one, requests))
 
