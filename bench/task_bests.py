@@ -21,6 +21,7 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -31,18 +32,26 @@ def task_runs(folder: str) -> dict[tuple, list[float]]:
     """{(data shape, weight shape, output shape): the fastest run (of a record's run_secs) of
     each valid record} of one database: its best and how many candidates it measured."""
     database = open_json_database(Path(folder), create=False)
-    from tvm.s_tir import meta_schedule as ms
-
     runs: dict[tuple, list[float]] = {}
+    keys: dict[int, tuple] = {}  # a database's records share one object per workload
     for record in database.get_all_tuning_records():
         secs = valid_run_secs(record)  # the project's one check of a failed record
-        if not secs:
-            continue
-        shapes = [tuple(int(d) for d in arg.shape)
-                  for arg in ms.arg_info.ArgInfo.from_prim_func(record.workload.mod["main"])]
-        key = (shapes[0], shapes[1], shapes[-1]) if len(shapes) >= 3 else tuple(shapes)
-        runs.setdefault(key, []).append(min(secs))
+        if secs:
+            workload = hash(record.workload)
+            if workload not in keys:
+                keys[workload] = shape_key(record.workload.mod)
+            runs.setdefault(keys[workload], []).append(min(secs))
     return runs
+
+
+def shape_key(mod: Any) -> tuple:
+    """A task's name across graphs and databases: the shapes of its first two arguments (data,
+    weight) and of its output (or all of them, where it has fewer than three)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    shapes = [tuple(int(d) for d in arg.shape)
+              for arg in ms.arg_info.ArgInfo.from_prim_func(mod["main"])]
+    return (shapes[0], shapes[1], shapes[-1]) if len(shapes) >= 3 else tuple(shapes)
 
 
 def task_bests(folder: str) -> dict[tuple, float]:

@@ -37,7 +37,7 @@ SEED_DIR = Path(__file__).resolve().parent.parent / "dataset" / "seed"
 SHARD_FORMAT = 1
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -70,7 +70,7 @@ def read_shard(manifest_path: Path) -> tuple[dict[str, Any], pa.Table, pa.Table]
         path = manifest_path.parent / name
         if not path.exists():
             raise TenforgeError(f"{manifest_path}: its file {name} is missing")
-        if _sha256(path) != meta["sha256"]:
+        if file_sha256(path) != meta["sha256"]:
             raise TenforgeError(f"{path}: checksum differs from {manifest_path.name} (file "
                                 "damaged or edited); restore it with git checkout")
     stem = manifest_path.name[:-len(".json")]

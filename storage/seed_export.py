@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.seed import SEED_DIR, SHARD_FORMAT, _sha256, loaded_seed_runs
+from storage.seed import SEED_DIR, SHARD_FORMAT, file_sha256, loaded_seed_runs
 from storage.store import Store
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)
@@ -205,7 +205,7 @@ def export_shards(db: str | Path, out_dir: str | Path = SEED_DIR,
                 "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "tasks": len(set(tasks.column("workload_hash").to_pylist())),
                 "measured": cands.num_rows, "errors": errors,
-                "files": {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+                "files": {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
                           for p in (data_path, tasks_path)},
             }
             (folder / f"{stem}.json").write_text(json.dumps(manifest, indent=1, default=str)
