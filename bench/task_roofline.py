@@ -56,16 +56,20 @@ def sgemm_gflops(size: int = SGEMM_SIZE, repeats: int = SGEMM_REPEATS) -> float:
 
 
 # CHAINS independent vector multiply-adds a step: enough in flight to cover the FMA latency on
-# every pipe (AVX-512: 16 of 32 registers; otherwise 10 of AVX2's 16, where a 64-byte vector
-# would be split in two and spill), so the loop runs at the core's FMA throughput.
+# every pipe, in the widest registers there are, without spilling them (AVX-512: 16 of 32 zmm;
+# AVX2: 10 of 16 ymm; SSE or NEON: 12 of 16 or more), so the loop runs at the core's FMA
+# throughput. A vector wider than the registers would be split and spill.
 _FMA_LOOP = r"""
 #include <stdint.h>
-#ifdef __AVX512F__
+#if defined(__AVX512F__)
 #define BYTES 64
 #define CHAINS 16
-#else
+#elif defined(__AVX__)
 #define BYTES 32
 #define CHAINS 10
+#else
+#define BYTES 16
+#define CHAINS 12
 #endif
 #define LANES (BYTES / 4)
 typedef float vec __attribute__((vector_size(BYTES)));
