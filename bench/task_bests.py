@@ -31,8 +31,14 @@ from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_run
 def task_runs(folder: str) -> dict[tuple, list[float]]:
     """{(data shape, weight shape, output shape): the fastest run (of a record's run_secs) of
     each valid record} of one database: its best and how many candidates it measured."""
+    return {key: runs for key, (_, runs) in task_records(folder).items()}
+
+
+def task_records(folder: str) -> dict[tuple, tuple[Any, list[float]]]:
+    """{task shape key: (the first of its workloads' IRModules, the fastest run of each valid
+    record)} of one database."""
     database = open_json_database(Path(folder), create=False)
-    runs: dict[tuple, list[float]] = {}
+    tasks: dict[tuple, tuple[Any, list[float]]] = {}
     keys: dict[int, tuple] = {}  # a database's records share one object per workload
     for record in database.get_all_tuning_records():
         secs = valid_run_secs(record)  # the project's one check of a failed record
@@ -40,8 +46,8 @@ def task_runs(folder: str) -> dict[tuple, list[float]]:
             workload = hash(record.workload)
             if workload not in keys:
                 keys[workload] = shape_key(record.workload.mod)
-            runs.setdefault(keys[workload], []).append(min(secs))
-    return runs
+            tasks.setdefault(keys[workload], (record.workload.mod, []))[1].append(min(secs))
+    return tasks
 
 
 def shape_key(mod: Any) -> tuple:
@@ -74,16 +80,22 @@ def median_summary(folders: list[str]) -> dict[tuple, tuple[float, float]]:
             for key in common}
 
 
+def check_database_folders(parser: argparse.ArgumentParser, folders: list[str]) -> None:
+    """Exit through `parser` with one line naming the first folder that lacks either of
+    MetaSchedule's two database files."""
+    for folder in folders:
+        missing = [name for name in MS_DATABASE_FILES if not (Path(folder) / name).is_file()]
+        if missing:
+            parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", help="comma-separated database folders")
     parser.add_argument("after", help="comma-separated database folders")
     parser.add_argument("--top", type=int, default=20, help="tasks listed, heaviest first")
     args = parser.parse_args()
-    for folder in (args.before + "," + args.after).split(","):
-        missing = [name for name in MS_DATABASE_FILES if not (Path(folder) / name).is_file()]
-        if missing:
-            parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
+    check_database_folders(parser, (args.before + "," + args.after).split(","))
     before_summary = median_summary(args.before.split(","))
     after_summary = median_summary(args.after.split(","))
     before = {key: best for key, (best, _) in before_summary.items()}

@@ -33,8 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.task_bests import shape_key
-from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_run_secs
+from bench.task_bests import check_database_folders, task_records
 
 SGEMM_SIZE = 2048
 SGEMM_REPEATS = 10
@@ -119,22 +118,11 @@ def task_gflops(folder: str) -> dict[tuple, tuple[float, float]]:
     """{task shape key: (FLOPs, GFLOPS of its fastest valid run)} of one database."""
     from tvm.s_tir import analysis
 
-    database = open_json_database(Path(folder), create=False)
-    keys: dict[int, tuple] = {}  # a database's records share one object per workload
-    flops: dict[tuple, float] = {}
-    best: dict[tuple, float] = {}
-    for record in database.get_all_tuning_records():
-        secs = valid_run_secs(record)
-        if not secs:
-            continue
-        workload = hash(record.workload)
-        if workload not in keys:
-            keys[workload] = shape_key(record.workload.mod)
-            flops.setdefault(keys[workload],
-                             float(analysis.estimate_tir_flops(record.workload.mod)))
-        key = keys[workload]
-        best[key] = min(best.get(key, float("inf")), min(secs))
-    return {key: (flops[key], flops[key] / secs / 1e9) for key, secs in best.items()}
+    rates = {}
+    for key, (mod, runs) in task_records(folder).items():
+        flops = float(analysis.estimate_tir_flops(mod))
+        rates[key] = (flops, flops / min(runs) / 1e9)
+    return rates
 
 
 def group_gflops(folders: list[str]) -> dict[tuple, tuple[float, float]]:
@@ -153,10 +141,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15, help="tasks listed, most FLOPs first")
     args = parser.parse_args()
     groups = [group.split(",") for group in args.groups]
-    for folder in (folder for group in groups for folder in group):
-        missing = [name for name in MS_DATABASE_FILES if not (Path(folder) / name).is_file()]
-        if missing:
-            parser.error(f"{folder} is not a MetaSchedule database folder: {missing[0]} is missing")
+    check_database_folders(parser, [folder for group in groups for folder in group])
     if args.min_mflops < 0 or args.top < 1:
         parser.error("--min-mflops must be >= 0 and --top >= 1")
 
