@@ -71,10 +71,11 @@ def network_coverage(net: str, workloads: set[str], work: dict[str, dict[str, fl
     return sum(v for w, v in tasks.items() if w in workloads) / total if total > 0 else 0.0
 
 
-def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:
-    """Network-level top-k score per (network, hardware) the data covers: where the profile
-    measured at least MIN_NETWORK_COVERAGE of the network's work."""
-    out = {}
+def network_instances(data: Dataset, networks: tuple[str, ...] = ()):
+    """(network, profile, rows, {group: times the network runs it}) for each of `networks`
+    (default: every network) a profile measured: at least MIN_NETWORK_COVERAGE of its work.
+    What the network-level scores are taken over (network_scores), and what a loss is
+    attributed over (bench/rank_errors.py)."""
     workload = data.group_workload[data.group]
     work = _network_work(data)
     for h, hw_name in enumerate(data.hardware_names):
@@ -85,12 +86,18 @@ def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, f
                 nets.setdefault(net, {})[int(g)] = weight
         for net, weights in sorted(nets.items()):
             measured = [data.group_workload[g] for g in weights]
-            if network_coverage(net, set(measured), work) < MIN_NETWORK_COVERAGE:
+            if not _asked(net, networks) or \
+                    network_coverage(net, set(measured), work) < MIN_NETWORK_COVERAGE:
                 continue
-            mask = on_hw & np.isin(workload, measured)
-            out[f"{net}@{hw_name}"] = network_topk_score(
-                data.latency[mask], scores[mask], data.group[mask], weights, k)
-    return out
+            yield net, hw_name, np.flatnonzero(on_hw & np.isin(workload, measured)), weights
+
+
+def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:
+    """Network-level top-k score per (network, hardware) the data covers: where the profile
+    measured at least MIN_NETWORK_COVERAGE of the network's work."""
+    return {f"{net}@{hw}": network_topk_score(data.latency[rows], scores[rows], data.group[rows],
+                                              weights, k)
+            for net, hw, rows, weights in network_instances(data)}
 
 
 def evaluate(model: CostModel, data: Dataset) -> dict[str, float]:
