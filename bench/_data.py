@@ -134,6 +134,20 @@ def held_out_bench_options(parser, holdout: str, holdout_help: str) -> None:
     parser.add_argument("--json", help="also write every number here")
 
 
+def recipe_bench_options(parser, json_help: str) -> None:
+    """The options of the benches that train one recipe on the by_network splits and score
+    the held-out networks (bench/rank_errors.py, bench/objectives.py)."""
+    parser.add_argument("--db", help="store to read (default: the seed, in a temp store)")
+    parser.add_argument("--extra", metavar="DIR,DIR", help="shard folders beside the seed")
+    parser.add_argument("--hardware", help="profiles to train on (default: all in the store)")
+    parser.add_argument("--score-hardware", metavar="H1,H2",
+                        help="score on these profiles' held-out rows only (default: all)")
+    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--params", default="{}", help="the model's params (JSON)")
+    parser.add_argument("--json", help=json_help)
+
+
 def spread(values: list[float], digits: int = 2) -> str:
     """The median of `values` and, where there are several, their range: "0.62 (0.59-0.65)"."""
     import numpy as np
@@ -144,6 +158,35 @@ def spread(values: list[float], digits: int = 2) -> str:
     if len(values) == 1:
         return f"{med:.{digits}f}"
     return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def scored_rows(test, hardware: list[str] | None):
+    """`test` restricted to the rows of `hardware` (None: all of it); an unknown name refused."""
+    import numpy as np
+
+    if not hardware:
+        return test
+    unknown = sorted(set(hardware) - set(test.hardware_names))
+    if unknown:
+        raise SystemExit(f"--score-hardware: {', '.join(unknown)} not in the data; choose from "
+                         f"{', '.join(test.hardware_names)}")
+    wanted = [test.hardware_names.index(h) for h in hardware]
+    return test.subset(np.flatnonzero(np.isin(test.candidate_hardware(), wanted)))
+
+
+def parse_params(text: str) -> dict:
+    """A bench's --params: a JSON object of model params, or a one-line error saying so."""
+    import json
+
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"--params is not JSON ({err}); give e.g. "
+                         "'{\"trace_features\": true}'") from None
+    if not isinstance(params, dict):
+        raise SystemExit(f"--params {text} is not a JSON object; give e.g. "
+                         "'{\"trace_features\": true}'")
+    return params
 
 
 def held_out_parts(data, seed: int, holdout: tuple[str, ...]) -> tuple:

@@ -45,6 +45,7 @@ from bench._data import (  # noqa: E402
     extra_folders,
     held_out_parts,
     profiles,
+    scored_rows,
     store_or_seed,
 )
 from tenforge.cli import bootstrap  # noqa: E402
@@ -117,18 +118,6 @@ def row_subsets(train, seed: int, fractions: list[float]) -> list[tuple[float, o
         keep = np.maximum(2, np.round(fraction * counts).astype(int))
         out.append((fraction, train.subset(np.sort(order[rank < np.repeat(keep, counts)]))))
     return out
-
-
-def scored_rows(test, hardware: list[str] | None):
-    """`test` restricted to the rows of `hardware` (None: all of it); an unknown name refused."""
-    if not hardware:
-        return test
-    unknown = sorted(set(hardware) - set(test.hardware_names))
-    if unknown:
-        raise SystemExit(f"--score-hardware: {', '.join(unknown)} not in the data; choose from "
-                         f"{', '.join(test.hardware_names)}")
-    wanted = [test.hardware_names.index(h) for h in hardware]
-    return test.subset(np.flatnonzero(np.isin(test.candidate_hardware(), wanted)))
 
 
 def parse_fractions(text: str, option: str = "--task-fractions") -> list[float]:

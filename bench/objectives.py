@@ -30,7 +30,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import extra_folders, held_out_parts, profiles, store_or_seed  # noqa: E402
+from bench._data import (  # noqa: E402
+    extra_folders,
+    held_out_parts,
+    parse_params,
+    profiles,
+    recipe_bench_options,
+    scored_rows,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -88,21 +96,9 @@ def score(test: Dataset, scores: np.ndarray, holdout: tuple[str, ...]) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", help="store to read (default: the seed, in a temp store)")
-    parser.add_argument("--extra", metavar="DIR,DIR", help="shard folders beside the seed")
-    parser.add_argument("--hardware", help="profiles to train on (default: all in the store)")
-    parser.add_argument("--score-hardware", metavar="H1,H2",
-                        help="score on these profiles' held-out rows only (default: all)")
-    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--params", default="{}", help="the lgbm recipe's params (JSON)")
-    parser.add_argument("--json", help="also write every split's scores here")
+    recipe_bench_options(parser, "also write every split's scores here")
     args = parser.parse_args()
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as err:
-        raise SystemExit(f"--params is not JSON ({err}); give e.g. "
-                         "'{\"trace_features\": true}'") from None
+    params = parse_params(args.params)
     db = store_or_seed(args.db, "objectives", extra_folders(args.extra))
     data = load_dataset(db, DataSpec(hardware=profiles(db, args.hardware), traces=True))
     holdout = tuple(args.holdout.split(","))
@@ -111,10 +107,7 @@ def main() -> None:
     runs: dict[str, list[tuple[float, float]]] = {}
     for seed in (int(s) for s in args.seeds.split(",")):
         train, valid, test = held_out_parts(data, seed, holdout)
-        if args.score_hardware:
-            wanted = [test.hardware_names.index(h) for h in args.score_hardware.split(",")
-                      if h in test.hardware_names]
-            test = test.subset(np.flatnonzero(np.isin(test.candidate_hardware(), wanted)))
+        test = scored_rows(test, args.score_hardware.split(",") if args.score_hardware else None)
         test = test.subset(network_rows(test, holdout))
         start = time.perf_counter()
         model = create_model("lgbm", seed=seed, **params)

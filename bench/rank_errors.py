@@ -35,7 +35,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import extra_folders, held_out_parts, profiles, store_or_seed  # noqa: E402
+from bench._data import (  # noqa: E402
+    extra_folders,
+    held_out_parts,
+    parse_params,
+    profiles,
+    recipe_bench_options,
+    scored_rows,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -82,16 +90,15 @@ def task_shares(data: Dataset, scores: np.ndarray, networks: tuple[str, ...] = (
                 continue  # no valid candidate: left out of the score too
             pick = rows[np.argsort(-scores[rows], kind="stable")[0]]
             best = rows[np.argmin(latency[rows])]
-            terms.append((group, weight, pick, best))
-        picked = sum(w * latency[p] for _, w, p, _ in terms)
+            terms.append((group, weight, pick, best, rows))
+        picked = sum(t[1] * latency[t[2]] for t in terms)
         failed = [t for t in terms if not np.isfinite(latency[t[2]])]
         scale = 1.0 / (len(profiles_of) * profiles_of[net])
-        for group, weight, pick, best in terms:
+        for group, weight, pick, best, rows in terms:
             if failed:  # a failed pick scores the network 0: the failed picks own the gap
                 share = scale / len(failed) if not np.isfinite(latency[pick]) else 0.0
             else:
                 share = scale * weight * (latency[pick] - latency[best]) / picked
-            rows = np.flatnonzero(data.group == group)
             out.append({
                 "network": net, "hardware": hw, "workload": str(data.group_workload[group]),
                 "task": str(data.group_task_name[group]),
@@ -134,23 +141,11 @@ def top_tasks(rows: list[dict], n: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", help="store to read (default: the seed, in a temp store)")
-    parser.add_argument("--extra", metavar="DIR,DIR", help="shard folders beside the seed")
-    parser.add_argument("--hardware", help="profiles to train on (default: all in the store)")
-    parser.add_argument("--score-hardware", metavar="H1,H2",
-                        help="attribute on these profiles' held-out rows only (default: all)")
-    parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
-    parser.add_argument("--seeds", default="0,1,2")
+    recipe_bench_options(parser, "also write every task's share here")
     parser.add_argument("--family", default="lgbm")
-    parser.add_argument("--params", default="{}", help="the model's params (JSON)")
     parser.add_argument("--top", type=int, default=12, help="tasks listed per seed")
-    parser.add_argument("--json", help="also write every task's share here")
     args = parser.parse_args()
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as err:
-        raise SystemExit(f"--params is not JSON ({err}); give e.g. "
-                         "'{\"trace_features\": true}'") from None
+    params = parse_params(args.params)
     db = store_or_seed(args.db, "rank-errors", extra_folders(args.extra))
     hardware = profiles(db, args.hardware)
     traces = bool(params.get("trace_features") or params.get("tile_features")
@@ -163,10 +158,7 @@ def main() -> None:
     per_seed, runs = [], []
     for seed in (int(s) for s in args.seeds.split(",")):
         train, valid, test = held_out_parts(data, seed, holdout)
-        if args.score_hardware:
-            wanted = [test.hardware_names.index(h) for h in args.score_hardware.split(",")
-                      if h in test.hardware_names]
-            test = test.subset(np.flatnonzero(np.isin(test.candidate_hardware(), wanted)))
+        test = scored_rows(test, args.score_hardware.split(",") if args.score_hardware else None)
         test = test.subset(network_rows(test, holdout))
         model = create_model(args.family, seed=seed, **params)
         model.fit(train, valid)

@@ -121,7 +121,7 @@ def test_row_fractions_keep_every_task_with_a_seeded_share_of_its_rows():
 
 
 def test_scoring_on_some_profiles_keeps_their_rows_and_refuses_unknown_ones():
-    from bench.feature_sets import scored_rows
+    from bench._data import scored_rows
     from tests.models.synthetic import synthetic_dataset
 
     data = synthetic_dataset(n_groups=6, per_group=3, hardware=("hw-a", "hw-b"))
