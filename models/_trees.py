@@ -14,6 +14,7 @@ import xgboost as xgb
 from core.errors import TenforgeError
 from models.base import CostModel, ModelConfig, Report, hardware_inputs, valid_peak1
 from models.dataset import Dataset
+from models.kernel_features import kernel_columns
 from models.trace_features import SUMMARY_DIM, tile_hardware_columns
 
 LGBM_WEIGHTS = "lgbm.txt.gz"  # LightGBM's own text format, gzipped
@@ -33,6 +34,9 @@ class TreeConfig(ModelConfig):
     early_stopping_rounds: int = 40
     trace_features: bool = False  # append the trace summary (models/trace_features.py)
     tile_features: bool = False  # and its tile block, with the columns it makes with hardware
+    # And the micro-kernel estimate made from the tile block (models/kernel_features.py),
+    # after every other block; it needs traces, as the tile block does
+    kernel_features: bool = False
     # Weight each task's rows by (its best latency x the most times a network runs it)^power,
     # scaled to a mean of 1 per profile: the ranking loss then leans toward the tasks that make
     # up a network's latency, and away from microsecond kernels whose candidates differ by
@@ -79,12 +83,13 @@ class TreeConfig(ModelConfig):
 
 def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
                 with_tiles: bool = False, main_store: bool = False,
-                store_max: bool = False, task_centred: bool = False) -> np.ndarray:
+                store_max: bool = False, task_centred: bool = False,
+                kernel: bool = False) -> np.ndarray:
     pack_sum = data.pack_sum()
     parts = [pack_sum]
     if with_hardware:
         parts.append(hardware_inputs(data))
-    if (with_trace or with_tiles) and data.trace is None:
+    if (with_trace or with_tiles or kernel) and data.trace is None:
         raise TenforgeError("this model takes trace features and the data has none: "
                             "load it with DataSpec(traces=True)")
     if with_trace:
@@ -99,6 +104,8 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
         parts.append(data.store_max())
     if task_centred:
         parts.append(data.task_centred(pack_sum))
+    if kernel:
+        parts.append(kernel_columns(data.trace, data.hardware_features[data.candidate_hardware()]))
     return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
@@ -115,7 +122,7 @@ def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
     """tree_inputs as `config` asks for them."""
     return tree_inputs(data, config.hardware_features, config.trace_features,
                        config.tile_features, config.main_store, config.store_max,
-                       config.task_centred)
+                       config.task_centred, config.kernel_features)
 
 
 def task_weights(data: Dataset, power: float) -> np.ndarray:

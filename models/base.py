@@ -134,11 +134,12 @@ class CostModel(ABC):
 
     @property
     def takes_traces(self) -> bool:
-        """Whether its inputs include the trace summary or its tile block
-        (models/trace_features.py): data for it must be loaded with DataSpec(traces=True), or
+        """Whether its inputs include the trace summary, its tile block
+        (models/trace_features.py) or the kernel estimate made from it
+        (models/kernel_features.py): data for it must be loaded with DataSpec(traces=True), or
         made with traces."""
-        return bool(getattr(self.config, "trace_features", False)
-                    or getattr(self.config, "tile_features", False))
+        return any(getattr(self.config, name, False)
+                   for name in ("trace_features", "tile_features", "kernel_features"))
 
     def predict(self, data: Dataset) -> np.ndarray:
         if not self.trained:

@@ -150,13 +150,19 @@ def tile_block(tiles: list[list[float]]) -> list[float]:
 def tile_hardware_columns(trace: np.ndarray, hardware: np.ndarray) -> np.ndarray:
     """HARDWARE_TILE_NAMES per row, from trace matrix rows and each row's raw hardware vector
     (core.hardware.HARDWARE_FEATURE_NAMES; not log-scaled)."""
-    lanes = np.log2(np.maximum(hardware[:, _VECTOR_BYTES], 4.0) / 4.0)  # fp32 lanes, log2
-    registers = np.where(hardware[:, _AVX512] > 0, 5.0, 4.0)  # log2 of 32 or 16
+    lanes, registers = lanes_and_registers(hardware)
     at = SUMMARY_DIM + TILE_NAMES.index("vector_loop")
     vector_loop, rest = trace[:, at], trace[:, at + 1]
     over_lanes = vector_loop - lanes
     accumulators = np.maximum(over_lanes, 0.0) + rest
     return np.stack([over_lanes, accumulators, accumulators - registers], 1).astype(np.float32)
+
+
+def lanes_and_registers(hardware: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log2 of each row's fp32 vector lanes and of its vector registers (32 with AVX-512,
+    else 16), from raw hardware vectors."""
+    lanes = np.log2(np.maximum(hardware[:, _VECTOR_BYTES], 4.0) / 4.0)
+    return lanes, np.where(hardware[:, _AVX512] > 0, 5.0, 4.0)
 
 
 def input_width(trace_features: bool, tile_features: bool) -> int:
