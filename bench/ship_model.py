@@ -33,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import extra_folders, profiles, shard_provenance, store_or_seed  # noqa: E402
+from bench._data import (extra_folders, parse_params, profiles, shard_provenance,  # noqa: E402
+                         store_or_seed)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
@@ -142,13 +143,13 @@ def main() -> None:
     args = parser.parse_args()
     extra = extra_folders(args.extra)
     gate_seeds = parse_seeds(args.gate_seeds) if args.gate_seeds else [args.seed]
+    params = parse_params(args.params)  # before the store loads: a typo costs no minutes
 
     db = store_or_seed(args.db, "ship", extra)
     # sorted, as `models evaluate` loads them: equal scores (many, from trees) rank by row
     # order, which follows the profiles' order; so the recorded score is the one measured
     hardware = tuple(sorted(profiles(db, args.hardware)))
     target_kind, arch = profile_rows(db, hardware)
-    params = json.loads(args.params)
     data_spec = DataSpec(hardware=hardware,
                          traces=create_model(args.family, **params).takes_traces)
     data = load_dataset(db, data_spec)

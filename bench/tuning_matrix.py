@@ -144,6 +144,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import (  # noqa: E402
     extra_folders,
+    parse_params,
     refuse_extra_beside_db,
     seeded_store,
     spread,
@@ -515,6 +516,7 @@ def collect(args: argparse.Namespace) -> None:
     if bad:
         raise SystemExit(f"unknown variant(s) {', '.join(bad)}: choose from {', '.join(VARIANTS)}")
     seeds = [int(s) for s in args.seeds.split(",") if s]
+    params = parse_params(args.params)  # before the store loads: a typo costs no minutes
     # the networks the learned model never sees: the matrix's, whichever this run tunes
     holdout = sorted({*networks, *(n for n in (args.holdout or "").split(",") if n)})
     profile = resolve_profile(args.hardware)
@@ -529,7 +531,6 @@ def collect(args: argparse.Namespace) -> None:
             if not (cells / f"{n}-{v}-s{s}.json").exists()]
     print(f"{len(todo)} of {len(seeds) * len(networks) * len(variants)} cells to run on "
           f"{profile.name}, {len(os.sched_getaffinity(0))} core(s)", flush=True)
-    params = json.loads(args.params)
     library: list[Any] = []
     if any(uses_transfer(v) for _, _, v in todo):  # the held-out networks lend no schedules
         from storage.store import Store

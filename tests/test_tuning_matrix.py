@@ -361,3 +361,13 @@ def test_extra_beside_a_db_is_refused_in_one_line(tmp_path):
     with pytest.raises(SystemExit, match="tenforge ingest"):
         collect(args)
     assert not (tmp_path / "store.duckdb").exists()  # nothing written
+
+
+def test_bad_params_are_refused_in_one_line_before_the_store_loads(tmp_path):
+    from bench.tuning_matrix import collect, main_parser
+
+    args = main_parser().parse_args(["--params", "{trace_features: true}", "--work",
+                                     str(tmp_path / "work"), "--networks", "resnet18"])
+    with pytest.raises(SystemExit, match="--params is not JSON"):
+        collect(args)
+    assert not (tmp_path / "work").exists()  # nothing made, nothing loaded
