@@ -33,8 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import (extra_folders, parse_params, profiles, shard_provenance,  # noqa: E402
-                         store_or_seed)
+from bench._data import (  # noqa: E402
+    extra_folders,
+    parse_params,
+    profiles,
+    shard_provenance,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()
