@@ -148,8 +148,8 @@ def main() -> None:
     params = parse_params(args.params)
     db = store_or_seed(args.db, "rank-errors", extra_folders(args.extra))
     hardware = profiles(db, args.hardware)
-    traces = any(params.get(k) or params.get("member_params", {}).get(k)
-                 for k in ("trace_features", "tile_features", "kernel_features"))
+    # the model says which inputs it takes (a bag asks its members), as ship_model reads it
+    traces = create_model(args.family, **params).takes_traces
     start = time.perf_counter()
     data = load_dataset(db, DataSpec(hardware=hardware, traces=traces))
     holdout = tuple(args.holdout.split(","))
