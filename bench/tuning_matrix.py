@@ -81,6 +81,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            attention batch matmuls (~2.5 ms each) at their warm picks, 1.18-1.25x XGB's.
            Measured on that BERT (3 seeds): final estimate 111.99 ms median against 108.41;
            the small tasks had turns, the FFN matmuls fewer
+  warm-focus-pop4-w128-online-ovl, ms-xgb-ovl  those searches with each batch building while
+           the next task is searched, timed alone before the next batch builds
+           (tune_network's overlap_builds, tasks.ms_overlap): the search phases left ~0.45 of
+           the 2-vCPU Zen 4 idle (session 67)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -184,6 +188,9 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-online-nchw16c",
             "warm-focus-pop4-w128-online-wt", "warm-focus-pop4-w128-online-wt-nchw8c",
             "warm-focus-pop4-w128-online-wt-nchw16c",
+            "warm-focus-pop4-w128-online-ovl", "warm-focus-pop4-w128-online-ovl-nchw8c",
+            "warm-focus-pop4-w128-online-ovl-nchw16c",
+            "ms-xgb-ovl", "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -381,6 +388,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         # explicit both ways: tune_network's default is on, the variants before it were off
         "online": ONLINE_HALF if "-online" in variant else None,
         "warm_by_trials": "-wt" in variant,
+        "overlap_builds": "-ovl" in variant,
     }
 
 
@@ -457,6 +465,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "refit_every": settings["refit_every"],
         "online": settings["online"],
         "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
+        "overlap_builds": result.overlap_builds,  # cells before 2026-11-30 22:40: False
         # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells
         # before 2026-11-28 15:00 have no such key: compiled from the search's database)
         "held": None if result.held is None else {

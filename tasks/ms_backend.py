@@ -47,7 +47,7 @@ def ms_runner(measurer: Measurer, clock: Clock | None = None) -> Any:
     (runs never overlap builds' timing: MetaSchedule builds a whole batch before running it).
     Runs happen in `run`; the futures it returns are already done. `clock` as for ms_builder."""
     from tvm.ir.utils import derived_object
-    from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerFuture, RunnerResult
+    from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerFuture
 
     @derived_object
     class WorkerRunner(PyRunner):
@@ -55,14 +55,26 @@ def ms_runner(measurer: Measurer, clock: Clock | None = None) -> Any:
             started = time.monotonic()
             futures = []
             for runner_input in runner_inputs:
-                args = [{"shape": [int(d) for d in a.shape], "dtype": str(a.dtype)}
-                        for a in runner_input.args_info]
-                out = measurer.run_module(str(runner_input.artifact_path), args)
-                result = (RunnerResult(None, f"{out['error_kind']}: {out['error_msg']}")
-                          if "error_kind" in out else RunnerResult(out["run_secs"], None))
-                futures.append(RunnerFuture(lambda: True, lambda r=result: r))
+                out = measurer.run_module(str(runner_input.artifact_path), run_args(runner_input))
+                futures.append(RunnerFuture(lambda: True, lambda r=runner_result(out): r))
             if clock is not None:
                 clock(time.monotonic() - started)
             return futures
 
     return WorkerRunner()
+
+
+def run_args(runner_input: Any) -> list[dict[str, Any]]:
+    """A MetaSchedule RunnerInput's arguments as Measurer.run_module takes them."""
+    return [{"shape": [int(d) for d in a.shape], "dtype": str(a.dtype)}
+            for a in runner_input.args_info]
+
+
+def runner_result(outcome: dict[str, Any]) -> Any:
+    """A Measurer run outcome ({run_secs} or {error_kind, error_msg}) as MetaSchedule's
+    RunnerResult."""
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    if "error_kind" in outcome:
+        return RunnerResult(None, f"{outcome['error_kind']}: {outcome['error_msg']}")
+    return RunnerResult(outcome["run_secs"], None)

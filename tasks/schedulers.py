@@ -93,13 +93,15 @@ def gradient_pick(log: Any, alive: list[int], history: dict[int, list[float]],
 
 
 def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False,
-                     warm_turn: float = 1.0) -> Any:
+                     warm_turn: float = 1.0, overlap: bool = False) -> Any:
     """A PyTaskScheduler of `kind` (gradient, round-robin, gain, dual) that stops when
     `log.should_stop()` says so. `focus`: the contexts `log` already has a valid measurement
     of (a warm start's) start their history there: the gradient scheduler skips its blind
     first pass for them, and gain and dual do not give each of them an "unseen" first turn
     (38 rounds, ~500 trials on mobilenet_v2) before their gain rule picks. `warm_turn`
-    (gradient, with focus): the part of a turn that warm start counts for."""
+    (gradient, with focus): the part of a turn that warm start counts for. `overlap` (with
+    tasks.ms_overlap's builder and runner): the batch handed out last is left in flight, not
+    joined, and the next task is another one, so its search runs while that batch builds."""
     if not 0 < warm_turn <= 1:
         raise ValueError(f"warm_turn {warm_turn}: give the part of a turn a warm start counts "
                          "for, above 0 and at most 1")
@@ -117,9 +119,10 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False,
             self.last = -1  # round-robin: the task handed out last
             self.rng = random.Random(seed)
 
-        def join_pending(self) -> None:
+        def join_pending(self, keep_last: bool = False) -> None:
             records = self._outer().tasks_
-            for i in self.pending:
+            kept = self.pending[-1:] if keep_last else []
+            for i in self.pending[:len(self.pending) - len(kept)]:
                 # A task handed out and then terminated was never sent: MetaSchedule ends a
                 # task that has nothing left to measure (its trial cap, or a design space the
                 # database already covers) instead of measuring it, and joining it would fail
@@ -130,7 +133,7 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False,
                 self.join_running_task(i)
                 if log.context_trials[i]:  # as MetaSchedule: only once it measured something
                     self.history.setdefault(i, []).append(log.context_best[i])
-            self.pending = []
+            self.pending = kept
 
         def hand_out(self, task: int) -> int:
             self.pending.append(task)
@@ -154,10 +157,19 @@ def create_scheduler(kind: str, log: Any, seed: int = 0, focus: bool = False,
                 if log.should_stop():
                     return -1
                 return self.hand_out(self.blind.pop(0))
-            self.join_pending()
+            self.join_pending(keep_last=overlap)
             if log.should_stop():
                 return -1
             alive = [i for i, r in enumerate(records) if not r.is_terminated]
+            if overlap:
+                # MetaSchedule cannot hand out a task whose batch is in flight; where that task
+                # is the only one left, it is joined and handed out again (nothing overlaps)
+                others = [i for i in alive if i not in self.pending]
+                if alive and not others:
+                    self.join_pending()
+                    alive = [i for i, r in enumerate(records) if not r.is_terminated]
+                else:
+                    alive = others
             if not alive:
                 return -1
             if kind == "round-robin":

@@ -229,7 +229,22 @@ def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
     from bench.tuning_matrix import VARIANTS, uses_ms_xgb
 
     assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c",
-                                                       "ms-xgb-nchw16c"]
+                                                       "ms-xgb-nchw16c", "ms-xgb-ovl",
+                                                       "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c"]
+
+
+def test_the_ovl_variants_overlap_builds_and_are_measured_against_lock_step_xgb():
+    import argparse
+
+    from bench.tuning_matrix import baseline_of, search_settings
+
+    args = argparse.Namespace(instant_trials=100, top=4, trials=1000, minutes=60, samples=256,
+                              warm=4, lean_batch=8)
+    assert search_settings("warm-focus-pop4-w128-online-ovl-nchw16c", args)["overlap_builds"]
+    assert not search_settings("warm-focus-pop4-w128-online-nchw16c", args)["overlap_builds"]
+    present = {"ms-xgb-nchw16c", "ms-xgb-ovl-nchw16c", "warm-focus-pop4-w128-online-ovl-nchw16c"}
+    assert baseline_of("warm-focus-pop4-w128-online-ovl-nchw16c", present) == "ms-xgb-nchw16c"
+    assert baseline_of("ms-xgb-ovl-nchw16c", present) == "ms-xgb-nchw16c"
 
 
 def test_the_report_names_cells_whose_two_timings_disagree():

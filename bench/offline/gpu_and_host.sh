@@ -9,6 +9,11 @@
 # GPU_STORE=FILE[.xz]: start the GPU collect from a copy of a store bench/offline/presample.py
 # filled with the same networks, GPU_CANDIDATES (default 8), seed 0, graph fp16 and GPU_SIMT:
 # it then only measures.
+# CPU_STORE=FILE[.xz]: the same for the host's collect (presample.py --hardware <one of the host's
+# shard manifests, e.g. dataset/device/h200-20261130-s68/*-ce528b24.json> --graph exported
+# --candidates 16, with the host's networks, CPU_BATCH and CPU_INPUT_SIZE): session 68's host
+# spent 3.9 of its 7 minutes importing and sampling before it measured. A host of another
+# profile samples again (slower, not wrong).
 # GPU_BATCH / GPU_INPUT_SIZE and CPU_BATCH / CPU_INPUT_SIZE: each collect's --batch-size and
 # --input-size (a presampled GPU store must have been sampled with the same).
 #
@@ -31,13 +36,20 @@ echo "GPU: $card -> $gpu; host: $(grep -m1 'model name' /proc/cpuinfo); $(nproc)
 lscpu > "$out/lscpu.txt"; nvidia-smi > "$out/nvidia-smi.txt"
 cores=$(nproc); half=$((cores / 2))
 limit=$((minutes * 60))
-case "${GPU_STORE:-}" in  # xz: a presampled store shrinks ~100x (its traces repeat)
-    "") # sampling a float16 CUDA space is slow: session 48's 4-minute collect of mobilenet_v2
-        # and resnet50 spent all of it sampling 66 tasks and measured nothing
-        echo "warning: no GPU_STORE: the GPU collect samples on the lease (presample.py here is faster)" ;;
-    *.xz) xz -dc "$GPU_STORE" > /tmp/collect/gpu.duckdb ;;
-    *) cp "$GPU_STORE" /tmp/collect/gpu.duckdb ;;
-esac
+presampled() {  # copy presampled store $1 (xz: it shrinks ~100x, its traces repeat) to $2
+    case "$1" in
+        *.xz) xz -dc "$1" > "$2" ;;
+        *) cp "$1" "$2" ;;
+    esac
+}
+if [ -n "${GPU_STORE:-}" ]; then
+    presampled "$GPU_STORE" /tmp/collect/gpu.duckdb
+else  # sampling a float16 CUDA space is slow: session 48's 4-minute collect of mobilenet_v2
+      # and resnet50 spent all of it sampling 66 tasks and measured nothing
+    echo "warning: no GPU_STORE: the GPU collect samples on the lease (presample.py here is faster)"
+fi
+# unset: a warm machine's own cpu.duckdb is kept (a second call resumes it)
+[ -n "${CPU_STORE:-}" ] && presampled "$CPU_STORE" /tmp/collect/cpu.duckdb
 GRAPH=fp16 SIMT=${GPU_SIMT:-} BATCH=${GPU_BATCH:-} INPUT_SIZE=${GPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
     "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" \
     > /tmp/collect/gpu.log 2>&1 &

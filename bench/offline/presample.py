@@ -10,6 +10,11 @@ there on a copy of it: collect finds every candidate stored and goes straight to
         --hardware gpu-h200 --networks resnet18,bert --candidates 12 --graph fp16 --simt \\
         --db data/offline/gpu-presampled.duckdb
 
+A lent machine's host CPU is no profile here: name one of its shard manifests instead, e.g.
+`--hardware dataset/device/h200-20261130-s68/<a host shard>.json --graph exported
+--candidates 16`: the store then holds the profile exactly as the host's own collect registers
+it (its `local-1t`), and that collect only measures (gpu_and_host.sh's CPU_STORE).
+
 then on the lent machine `GPU_STORE=... bench/offline/gpu_and_host.sh` (or collect_there.sh
 with the same networks, candidates, seed, graph and --simt, and the store copied to its DB).
 Same TVM, same target: the same tasks and the same seeded candidates, whatever the host.
@@ -18,11 +23,32 @@ Same TVM, same target: the same tasks and the same seeded candidates, whatever t
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def profile_of_shard(manifest: Path) -> "HardwareProfile":
+    """The hardware profile a shard was measured on, as its store row had it (name, target,
+    features): a lent machine's host, whose profile exists only where it is detected."""
+    from core.errors import TenforgeError
+    from core.hardware import HardwareProfile
+
+    try:
+        row = json.loads(manifest.read_text())["hardware"]
+        return HardwareProfile(
+            name=row["name"], target=json.loads(row["target_json"]),
+            description=row.get("description", ""), host=row.get("host", "local"),
+            runner=json.loads(row.get("runner_json") or '{"kind": "local"}'),
+            num_threads=int(row["num_threads"]), features=json.loads(row["features_json"]),
+            arch=row.get("arch", ""))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TenforgeError(f"{manifest}: not a shard manifest with a hardware block "
+                            f"({type(exc).__name__}: {exc}); give a profile name or a "
+                            "<shard>.json of dataset/") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.validation import check_positive_ints
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hardware", required=True, help="the profile the lent machine measures")
+    parser.add_argument("--hardware", required=True,
+                        help="the profile the lent machine measures, or a shard manifest "
+                             "(.json) of it: its host CPU, as its own collect names it")
     parser.add_argument("--networks", required=True, help="comma-separated zoo networks")
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
@@ -47,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     args = parser.parse_args(argv)
     try:
-        profile = resolve_profile(args.hardware)
+        profile = (profile_of_shard(Path(args.hardware)) if args.hardware.endswith(".json")
+                   else resolve_profile(args.hardware))
         if args.simt and profile.target_kind != "cuda":
             raise TenforgeError(f"--simt needs a CUDA profile; {profile.name!r} is "
                                 f"{profile.target_kind}")

@@ -147,17 +147,34 @@ class Measurer:
 
     def build_modules(self, mod_jsons: Sequence[str]) -> list[dict[str, Any]]:
         """Compile scheduled IRModules (tvm.ir.save_json) in parallel, in order."""
-        requests = {}
-        for i, mod_json in enumerate(mod_jsons):
+        return self.build_requested(self.build_requests(mod_jsons))
+
+    def yield_builds(self, niceness: int = 19) -> None:
+        """Build at `niceness` from now on, so that builds take only the CPU the caller's own
+        threads leave idle (tasks.ms_overlap builds while the search runs). The runner keeps
+        its priority: timings are never niced."""
+        for worker in self.builders:
+            worker.set_niceness(niceness)
+
+    def build_requests(self, mod_jsons: Sequence[str]) -> list[dict[str, Any]]:
+        """The build requests for `mod_jsons`, each with the artifact path it will write: known
+        before building, so a builder can hand the paths out while it builds (tasks.ms_overlap).
+        Call from one thread: it numbers the artifacts."""
+        requests = []
+        for mod_json in mod_jsons:
             self._artifacts += 1
             # One folder per artifact: MetaSchedule's RemoveBuildArtifact deletes the folder.
             folder = os.path.join(self.artifact_dir, f"mod-{self._artifacts}")
             os.makedirs(folder)
-            requests[i] = {"op": "build_module", "mod_json": mod_json,
-                           "target": self.profile.target,
-                           "artifact": os.path.join(folder, "lib.so")}
-        outcomes = self._build_parallel(requests)
-        return [outcomes[i] for i in range(len(mod_jsons))]
+            requests.append({"op": "build_module", "mod_json": mod_json,
+                             "target": self.profile.target,
+                             "artifact": os.path.join(folder, "lib.so")})
+        return requests
+
+    def build_requested(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Build `requests` (build_requests') in parallel; their outcomes, in order."""
+        outcomes = self._build_parallel(dict(enumerate(requests)))
+        return [outcomes[i] for i in range(len(requests))]
 
     def run_module(self, artifact: str, args: Sequence[dict[str, Any]],
                    flops: float = 0.0) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +34,24 @@ class Worker:
         self.env = env
         self.process: Any = None
         self.conn: Any = None
+        self.niceness = 0  # the child's nice value (set_niceness; 0: as this process)
+
+    def set_niceness(self, niceness: int) -> None:
+        """Run this worker at `niceness` (Unix nice: higher yields the CPU to other work), now
+        and after any restart. Best effort: where the OS refuses, the worker runs as it was."""
+        self.niceness = niceness
+        if self.process is None or self.process.poll() is not None:
+            return
+        pid = self.process.pid
+        try:  # every thread of the child (Linux applies a nice value per thread)
+            threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            threads = [pid]
+        for tid in threads:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, niceness)
+            except OSError:
+                pass
 
     def _start(self) -> None:
         # A plain `python -m tasks.measure.worker` child (not multiprocessing's spawn, which
@@ -43,9 +62,11 @@ class Worker:
         env = {**os.environ, **self.env,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT),
                                                            os.environ.get("PYTHONPATH")]))}
+        nice = (["nice", "-n", str(self.niceness)]
+                if self.niceness and shutil.which("nice") else [])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tasks.measure.worker", json.dumps(self.target), str(to_child_r),
-             str(from_child_w)], pass_fds=(to_child_r, from_child_w), env=env,
+            [*nice, sys.executable, "-m", "tasks.measure.worker", json.dumps(self.target),
+             str(to_child_r), str(from_child_w)], pass_fds=(to_child_r, from_child_w), env=env,
             stdin=subprocess.DEVNULL, start_new_session=True)
         os.close(to_child_r)
         os.close(from_child_w)

@@ -87,6 +87,9 @@ class TuningResult:
     # the heaviest tasks' picks measured again in fresh processes before compiling
     # (tasks.tuning.hold; None: not held, database_dir is the search's own database)
     held: HoldResult | None = None
+    # a batch's builds overlapped the next task's search (tasks.ms_overlap); build_s is then
+    # the builds' own wall time, mostly hidden behind the search rather than part of measure_s
+    overlap_builds: bool = False
 
     @property
     def speedup(self) -> float:
@@ -158,7 +161,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_share: bool = False, refit_every: int | None = None,
                  online: int | None = ONLINE_HALF,
                  warm_by_trials: bool = False,
-                 hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE) -> TuningResult:
+                 hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
+                 overlap_builds: bool = False) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -209,6 +213,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     start as the part of a turn its trials are (`warm_start` / `trials_per_iter`), not a whole
     turn, so tasks weighing a few percent get a turn after it (tasks.schedulers, warm_turn);
     off by default: on the Zen 5's BERT it ended at 112 ms estimated against 108.
+    `overlap_builds`: each batch builds in the background while the next task is searched,
+    and is timed alone before the next batch builds (tasks.ms_overlap); the model learns each
+    batch's results one search later. Off by default until measured (docs/tuning-results.md).
     Whatever ends the search early (a deadline, a search error; not an interrupt), a task it
     left with no valid measurement gets the model's pick measured before compiling
     (tasks.instant.fill_unmeasured), so no function keeps TVM's default schedule.
@@ -220,6 +227,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
+    from tasks.ms_overlap import OverlappedMeasuring
     from tasks.workloads import import_to_relax
 
     check_hold_top(hold_top)
@@ -325,21 +333,30 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                                  library=transfer_library, evolve_generations=warm_evolve,
                                  threads=search_threads)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
-                    ms.tune_tasks(tasks=contexts,
-                                  task_weights=[log.context_weight(c)
-                                                for c in range(len(contexts))],
-                                  work_dir=str(work_dir),
-                                  max_trials_global=trials - log.trials,
-                                  num_trials_per_iter=trials_per_iter,
-                                  builder=ms_builder(measurer, log.add_measure_time),
-                                  runner=ms_runner(measurer, log.add_measure_time),
-                                  database=database, cost_model=model,
-                                  measure_callbacks=[
-                                      *ms.measure_callback.MeasureCallback.create("default"),
-                                      recorder(log)],
-                                  task_scheduler=create_scheduler(
-                                      scheduler, log, seed, focus=focus,
-                                      warm_turn=warm_turn or 1.0))
+                    if overlap_builds:
+                        overlapped = OverlappedMeasuring(measurer, log.add_measure_time)
+                        builder, runner = overlapped.builder(), overlapped.runner()
+                    else:
+                        builder = ms_builder(measurer, log.add_measure_time)
+                        runner = ms_runner(measurer, log.add_measure_time)
+                    try:
+                        ms.tune_tasks(tasks=contexts,
+                                      task_weights=[log.context_weight(c)
+                                                    for c in range(len(contexts))],
+                                      work_dir=str(work_dir),
+                                      max_trials_global=trials - log.trials,
+                                      num_trials_per_iter=trials_per_iter,
+                                      builder=builder, runner=runner,
+                                      database=database, cost_model=model,
+                                      measure_callbacks=[
+                                          *ms.measure_callback.MeasureCallback.create("default"),
+                                          recorder(log)],
+                                      task_scheduler=create_scheduler(
+                                          scheduler, log, seed, focus=focus,
+                                          warm_turn=warm_turn or 1.0, overlap=overlap_builds))
+                    finally:  # what builds next (fill_unmeasured, the hold) shares
+                        if overlap_builds:  # the build workers: none may be in flight
+                            overlapped.wait_for_builds()
             # a search cut short (deadline, error) may leave tasks unmeasured: they would keep
             # TVM's default schedules; the model (MetaSchedule's XGB: a sample) picks theirs
             try:
@@ -360,8 +377,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                    "came from the feature cache (programs ranked before)")
         report(f"search ended ({log.final_reason()}) after {log.trials} trials in "
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
-               f"{build_s:.0f} s of it building; {search_s - log.measure_s:.0f} s searching on "
-               f"{search_threads} threads); "
+               + (f"beside {build_s:.0f} s of builds overlapping the search"
+                  if overlap_builds else f"{build_s:.0f} s of it building")
+               + f"; {search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
                "compiling with the best schedules found")
         held = None
         if hold_top and log.final_reason() != "interrupt" and log.trials:
@@ -392,7 +410,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_share=bool(warm_start and warm_share),
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters,
-        online=online if model != "xgb" else None, warm_turn=warm_turn, held=held)
+        online=online if model != "xgb" else None, warm_turn=warm_turn, held=held,
+        overlap_builds=overlap_builds and not instant)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

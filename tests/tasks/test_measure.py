@@ -289,3 +289,24 @@ def test_artifacts_of_a_killed_measurer_are_swept_and_a_live_ones_kept(tmp_path)
     assert sweep_orphaned_artifacts(str(tmp_path)) == 1
     assert not orphan.exists()
     assert live.exists() and unowned.exists() and other.exists() and recent.exists()
+
+
+def test_a_worker_set_to_yield_runs_niced_now_and_after_a_restart():
+    """tasks.ms_overlap builds beside the search: its build workers must take only idle CPU,
+    every thread of them, and stay so after a crash restarts them."""
+    import os
+
+    from tasks.measure.process import Worker
+
+    worker = Worker({"kind": "llvm"}, {"TVM_NUM_THREADS": "1"})
+    try:
+        worker.ensure_started()
+        base = os.getpriority(os.PRIO_PROCESS, worker.process.pid)
+        worker.set_niceness(base + 5)
+        tids = [int(t) for t in os.listdir(f"/proc/{worker.process.pid}/task")]
+        assert {os.getpriority(os.PRIO_PROCESS, t) for t in tids} == {base + 5}
+        worker.stop()  # as after a crash: the next start keeps the niceness
+        worker.ensure_started()
+        assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == base + 5
+    finally:
+        worker.stop()
