@@ -85,6 +85,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            the next task is searched, timed alone before the next batch builds
            (tune_network's overlap_builds, tasks.ms_overlap): the search phases left ~0.45 of
            the 2-vCPU Zen 4 idle (session 67)
+  warm-focus-pop4-w128-online16  -online whose online model weighs half at 16 of a task's
+           measurements instead of 64. On the Xeon's mobilenet_v2 (session 69) two 1x1
+           convolutions at 112x112 kept picks 1.4-1.7x slower than XGB's after 39-78 trials
+           of their own, where the pre-trained model still weighed 45-62%
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -191,6 +195,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-online-ovl", "warm-focus-pop4-w128-online-ovl-nchw8c",
             "warm-focus-pop4-w128-online-ovl-nchw16c",
             "ms-xgb-ovl", "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c",
+            "warm-focus-pop4-w128-online16", "warm-focus-pop4-w128-online16-nchw8c",
+            "warm-focus-pop4-w128-online16-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -347,6 +353,7 @@ FULL_WARM_SAMPLES = 256  # what every warm variant but the -wN ones ranks
 SHARE_MEAN_SAMPLES = 64  # the -wshare variants' mean a task
 
 REFIT_EVERY_R13 = 13  # the -r13 variants: the model refits after every round of 13
+ONLINE_HALF_EARLY = 16  # the -online16 variants: the online model weighs half this soon
 
 
 def warm_samples_of(variant: str) -> int:
@@ -386,7 +393,8 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_share": "-wshare" in variant,
         "refit_every": REFIT_EVERY_R13 if "-r13" in variant else None,
         # explicit both ways: tune_network's default is on, the variants before it were off
-        "online": ONLINE_HALF if "-online" in variant else None,
+        "online": (ONLINE_HALF_EARLY if "-online16" in variant
+                   else ONLINE_HALF if "-online" in variant else None),
         "warm_by_trials": "-wt" in variant,
         "overlap_builds": "-ovl" in variant,
     }

@@ -233,6 +233,22 @@ def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
                                                        "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c"]
 
 
+def test_the_online16_variants_hand_a_task_to_its_online_model_sooner():
+    import argparse
+
+    from bench.tuning_matrix import ONLINE_HALF_EARLY, baseline_of, search_settings
+    from tasks.tuning.run import ONLINE_HALF
+
+    args = argparse.Namespace(instant_trials=100, top=4, trials=1000, minutes=60, samples=256,
+                              warm=4, lean_batch=8)
+    early = search_settings("warm-focus-pop4-w128-online16-nchw16c", args)
+    assert early["online"] == ONLINE_HALF_EARLY < ONLINE_HALF
+    assert search_settings("warm-focus-pop4-w128-online-nchw16c", args)["online"] == ONLINE_HALF
+    assert early["warm_samples"] == 128 and early["population_ratio"] == 4
+    assert baseline_of("warm-focus-pop4-w128-online16-nchw16c",
+                       {"ms-xgb-nchw16c"}) == "ms-xgb-nchw16c"
+
+
 def test_the_ovl_variants_overlap_builds_and_are_measured_against_lock_step_xgb():
     import argparse
 
