@@ -234,13 +234,10 @@ def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
 
 
 def test_the_online16_variants_hand_a_task_to_its_online_model_sooner():
-    import argparse
-
-    from bench.tuning_matrix import ONLINE_HALF_EARLY, baseline_of, search_settings
+    from bench.tuning_matrix import ONLINE_HALF_EARLY, baseline_of, main_parser, search_settings
     from tasks.tuning.run import ONLINE_HALF
 
-    args = argparse.Namespace(instant_trials=100, top=4, trials=1000, minutes=60, samples=256,
-                              warm=4, lean_batch=8)
+    args = main_parser().parse_args([])  # the bench's own defaults
     early = search_settings("warm-focus-pop4-w128-online16-nchw16c", args)
     assert early["online"] == ONLINE_HALF_EARLY < ONLINE_HALF
     assert search_settings("warm-focus-pop4-w128-online-nchw16c", args)["online"] == ONLINE_HALF
@@ -250,12 +247,9 @@ def test_the_online16_variants_hand_a_task_to_its_online_model_sooner():
 
 
 def test_the_ovl_variants_overlap_builds_and_are_measured_against_lock_step_xgb():
-    import argparse
+    from bench.tuning_matrix import baseline_of, main_parser, search_settings
 
-    from bench.tuning_matrix import baseline_of, search_settings
-
-    args = argparse.Namespace(instant_trials=100, top=4, trials=1000, minutes=60, samples=256,
-                              warm=4, lean_batch=8)
+    args = main_parser().parse_args([])  # the bench's own defaults
     assert search_settings("warm-focus-pop4-w128-online-ovl-nchw16c", args)["overlap_builds"]
     assert not search_settings("warm-focus-pop4-w128-online-nchw16c", args)["overlap_builds"]
     present = {"ms-xgb-nchw16c", "ms-xgb-ovl-nchw16c", "warm-focus-pop4-w128-online-ovl-nchw16c"}
