@@ -89,6 +89,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            measurements instead of 64. On the Xeon's mobilenet_v2 (session 69) two 1x1
            convolutions at 112x112 kept picks 1.4-1.7x slower than XGB's after 39-78 trials
            of their own, where the pre-trained model still weighed 45-62%
+  warm-focus-pop4-w128-online-preq  -online whose online model's weight is each task's own:
+           the one under which the blend best ranked the task's measured batches, each
+           scored before the models learned it (models/online_blend.py; the count rule at 64
+           until two batches decide). At 16, resnet18's heavy 3x3 convolutions (ranked well
+           by the prior) ended 2-3% behind XGB's picks (session 69)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -197,6 +202,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "ms-xgb-ovl", "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c",
             "warm-focus-pop4-w128-online16", "warm-focus-pop4-w128-online16-nchw8c",
             "warm-focus-pop4-w128-online16-nchw16c",
+            "warm-focus-pop4-w128-online-preq", "warm-focus-pop4-w128-online-preq-nchw8c",
+            "warm-focus-pop4-w128-online-preq-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -395,6 +402,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         # explicit both ways: tune_network's default is on, the variants before it were off
         "online": (ONLINE_HALF_EARLY if "-online16" in variant
                    else ONLINE_HALF if "-online" in variant else None),
+        "online_blend": "prequential" if "-preq" in variant else "count",
         "warm_by_trials": "-wt" in variant,
         "overlap_builds": "-ovl" in variant,
     }
@@ -472,6 +480,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],
         "online": settings["online"],
+        "online_blend": result.online_blend,  # cells before 2026-12-01 04:00: "count"
+        "online_shares": result.online_shares,  # prequential: weight -> tasks that chose it
         "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
         "overlap_builds": result.overlap_builds,  # cells before 2026-11-30 22:40: False
         # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells

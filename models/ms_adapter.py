@@ -22,7 +22,10 @@ and a task's search scores blend the two: the pre-trained model's weight is onli
 n) after n measurements of the task. Why: on the Zen 5's BERT the learned search got within 10%
 of XGB's final as soon as XGB did, then stalled 5% above it on the heaviest matmuls with as
 many trials (docs/tuning-results.md, session 48): a prior trained on random samples ranks the
-neighbourhood of a task's optimum worse than a model of that neighbourhood alone.
+neighbourhood of a task's optimum worse than a model of that neighbourhood alone. With `blend`
+"prequential", each task's weight is instead the one under which the blend would have ranked
+the task's own measured batches best, each scored before the models learned it
+(models/online_blend.py): one count did not suit every task (session 69, the Xeon).
 
     from models.ms_adapter import learned_cost_model
     cost_model = learned_cost_model("data/models/<id>", profile)
@@ -39,6 +42,7 @@ import numpy as np
 from models.base import CostModel
 from models.dataset import dataset_from_features
 from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
+from models.online_blend import PrequentialBlend, count_share
 from models.registry import create_model, load_model
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
@@ -48,6 +52,10 @@ REFIT_EVERY = 64
 # The online model (`online`): boosting rounds and step, fit from nothing at every refit
 ONLINE_ROUNDS = 100
 ONLINE_LEARNING_RATE = 0.2
+
+# How a task's search scores weigh the online model: by count alone (n / (n + online) after n
+# of the task's measurements), or as the task's own measured batches say (models/online_blend.py)
+BLENDS = ("count", "prequential")
 
 # Instructions whose decision (and, for SampleCategorical, its candidate values) the trace
 # summary reads; every other instruction only counts.
@@ -89,7 +97,9 @@ class LearnedCostModel:
 
     def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
                  refit_every: int = REFIT_EVERY, strategy: str | None = None,
-                 online: int | None = None):
+                 online: int | None = None, blend: str = "count"):
+        if blend not in BLENDS:
+            raise ValueError(f"blend {blend!r}: choose one of {BLENDS}")
         self.base = model
         self.model = model
         self.hardware_name = hardware_name
@@ -104,6 +114,7 @@ class LearnedCostModel:
         self.predictions = 0
         self.online = online  # a task's measurements at which the online model weighs half
         self.online_model: CostModel | None = None
+        self.blend = PrequentialBlend(online) if online and blend == "prequential" else None
 
     def predict(self, features: list[np.ndarray],
                 traces: list[str] | np.ndarray | None = None) -> np.ndarray:
@@ -131,17 +142,31 @@ class LearnedCostModel:
         if not features:
             return np.zeros(0)
         data = self._data(features, traces)
-        scores = self.model.predict(data)
-        if getattr(self.model.config, "loss", "regression") == "rank":
-            scores = 1.0 / (1.0 + np.exp(-np.clip(scores, -50.0, 50.0)))
+        scores = self._prior_scores(data)
         measured = len(self.seen[task][1]) if task in self.seen else 0
         if self.online_model is None or not measured:
             return scores
-        share = measured / (measured + self.online)
-        return (1 - share) * scores + share * np.clip(self.online_model.predict(data), 0, None)
+        share = (self.blend.share(task, measured) if self.blend is not None
+                 else count_share(measured, self.online))
+        return (1 - share) * scores + share * self._online_scores(data)
+
+    def _prior_scores(self, data) -> np.ndarray:
+        """The pre-trained (and fine-tuned) model's search scores, positive (see above)."""
+        scores = self.model.predict(data)
+        if getattr(self.model.config, "loss", "regression") == "rank":
+            scores = 1.0 / (1.0 + np.exp(-np.clip(scores, -50.0, 50.0)))
+        return scores
+
+    def _online_scores(self, data) -> np.ndarray:
+        return np.clip(self.online_model.predict(data), 0, None)
 
     def update(self, task: str, features: list[np.ndarray], latencies: list[float],
                traces: list[str] | np.ndarray | None = None) -> None:
+        if self.blend is not None and self.online_model is not None and features:
+            # scored before either model learns them: the task's evidence for its blend
+            data = self._data(features, traces)
+            self.blend.record(task, self._prior_scores(data), self._online_scores(data),
+                              np.array(latencies))
         feats, lats, seen_traces = self.seen.setdefault(task, ([], [], []))
         feats.extend(features)
         lats.extend(latencies)
@@ -182,11 +207,12 @@ class LearnedCostModel:
 
 def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = REFIT_EVERY,
                        strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES,
-                       online: int | None = None):
+                       online: int | None = None, blend: str = "count"):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate).
     `cache_bytes` bounds the features kept of candidates ranked before (0: extract always).
-    `online`: blend in an online model (LearnedCostModel) at that many measurements a task."""
+    `online`: blend in an online model (LearnedCostModel) at that many measurements a task,
+    weighed by count or, `blend` "prequential", by the task's own batches (models/online_blend)."""
     import tvm_ffi
 
     from core.tvm_env import load_tvm
@@ -199,7 +225,7 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
 
     logic = LearnedCostModel(load_model(model_path), profile.name,
                              np.array(profile.feature_vector(), np.float32), refit_every,
-                             strategy, online)
+                             strategy, online, blend)
     extractor = PerStoreFeature(extract_workload=False)
     cache = FeatureCache(cache_bytes) if cache_bytes else None
 

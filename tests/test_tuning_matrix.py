@@ -246,6 +246,18 @@ def test_the_online16_variants_hand_a_task_to_its_online_model_sooner():
                        {"ms-xgb-nchw16c"}) == "ms-xgb-nchw16c"
 
 
+def test_the_preq_variants_weigh_each_tasks_online_model_by_its_own_batches():
+    from bench.tuning_matrix import baseline_of, main_parser, search_settings
+    from tasks.tuning.run import ONLINE_HALF
+
+    args = main_parser().parse_args([])
+    preq = search_settings("warm-focus-pop4-w128-online-preq-nchw16c", args)
+    assert preq["online_blend"] == "prequential" and preq["online"] == ONLINE_HALF
+    assert search_settings("warm-focus-pop4-w128-online-nchw16c", args)["online_blend"] == "count"
+    assert baseline_of("warm-focus-pop4-w128-online-preq-nchw16c",
+                       {"ms-xgb-nchw16c"}) == "ms-xgb-nchw16c"
+
+
 def test_the_ovl_variants_overlap_builds_and_are_measured_against_lock_step_xgb():
     from bench.tuning_matrix import baseline_of, main_parser, search_settings
 

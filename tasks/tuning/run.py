@@ -82,6 +82,11 @@ class TuningResult:
     # a learned search's online model weighed half at this many measurements of a task
     # (models.ms_adapter; None: no online model, or MetaSchedule's XGB)
     online: int | None = None
+    # how a task's scores weighed the online model: "count" (by `online` alone) or
+    # "prequential" (by the task's own measured batches; models/online_blend.py)
+    online_blend: str | None = None
+    # prequential: the online model's weight each task's batches chose, by count of tasks
+    online_shares: dict[str, int] | None = None
     # the part of a turn the gradient rule counted a focused warm start for (None: a whole one)
     warm_turn: float | None = None
     # the heaviest tasks' picks measured again in fresh processes before compiling
@@ -101,6 +106,25 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
     return {"latency_s": float(np.median(secs)), "run_secs": secs, "compile_s": run["compile_s"],
             "tuned_functions": len(run["tuned_functions"]),
             "tir_functions": run["tir_functions"]}
+
+
+def check_online_blend(blend: str, online: int | None) -> None:
+    from models.ms_adapter import BLENDS
+
+    if blend not in BLENDS:
+        raise TenforgeError(f"online blend {blend!r}: choose one of {', '.join(BLENDS)}")
+    if blend != "count" and not online:
+        raise TenforgeError(f"online blend {blend!r} weighs an online model; give --online N "
+                            "(its count rule until a task's batches decide) or leave it out")
+
+
+def online_shares(model: Any) -> dict[str, int]:
+    """A prequential blend's weights as the tasks' batches last chose them: weight -> tasks."""
+    blend = getattr(getattr(model, "logic", None), "blend", None)
+    if blend is None:
+        return {}
+    weights = sorted(blend.given.values())
+    return {f"{w:.3f}": weights.count(w) for w in dict.fromkeys(weights)}
 
 
 def _model_path(cost_model: str) -> str | None:
@@ -159,7 +183,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
                  warm_share: bool = False, refit_every: int | None = None,
-                 online: int | None = ONLINE_HALF,
+                 online: int | None = ONLINE_HALF, online_blend: str = "count",
                  warm_by_trials: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
                  overlap_builds: bool = False) -> TuningResult:
@@ -208,7 +232,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     refit also fits a model on the search's measurements alone, which a task's search scores
     blend in, weighing as much as the pre-trained model after `online` measurements of the
     task (models.ms_adapter; on the Zen 5's BERT it took the final estimate from 111 to 108 ms,
-    XGB's 107, median of 3 seeds, docs/tuning-results.md).
+    XGB's 107, median of 3 seeds, docs/tuning-results.md). `online_blend` "prequential": each
+    task's weight is the one under which the blend best ranked the task's own measured batches
+    (models/online_blend.py), `online`'s count rule only until two batches say otherwise.
     `warm_by_trials` (a focused warm start, gradient scheduler): the gradient rule counts a warm
     start as the part of a turn its trials are (`warm_start` / `trials_per_iter`), not a whole
     turn, so tasks weighing a few percent get a turn after it (tasks.schedulers, warm_turn);
@@ -242,6 +268,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         from tasks.validation import check_positive_ints
 
         check_positive_ints(**given)
+    check_online_blend(online_blend, online)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -294,7 +321,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
         model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
                                    cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0,
-                                   online=online)
+                                   online=online, blend=online_blend)
     focus = bool(warm_start) and warm_focus
     warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
@@ -372,6 +399,10 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         search_cpu_s = time.process_time() - cpu_started
         build_s = measurer.build_s  # the untuned run before the search built nothing here
         cache = getattr(model, "feature_cache", None)
+        blend_shares = online_shares(model)
+        if blend_shares:
+            report("online model's weight per task, as its own batches chose it: "
+                   + ", ".join(f"{w} on {n} tasks" for w, n in blend_shares.items()))
         if cache is not None and cache.hits + cache.misses:
             report(f"features of {cache.hits} of {cache.hits + cache.misses} candidates ranked "
                    "came from the feature cache (programs ranked before)")
@@ -410,7 +441,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         warm_share=bool(warm_start and warm_share),
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters,
-        online=online if model != "xgb" else None, warm_turn=warm_turn, held=held,
+        online=online if model != "xgb" else None,
+        online_blend=online_blend if model != "xgb" and online else None,
+        online_shares=blend_shares or None, warm_turn=warm_turn, held=held,
         overlap_builds=overlap_builds and not instant)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "

@@ -189,6 +189,18 @@ def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
     assert check_warm_samples(96, 4) == 96
 
 
+def test_an_online_blend_is_one_of_the_known_ones_and_needs_an_online_model():
+    from core.errors import TenforgeError
+    from tasks.tuning.run import check_online_blend
+
+    check_online_blend("count", None)
+    check_online_blend("prequential", 64)
+    with pytest.raises(TenforgeError, match="choose one of count, prequential"):
+        check_online_blend("bayes", 64)
+    with pytest.raises(TenforgeError, match="give --online N"):
+        check_online_blend("prequential", None)
+
+
 def test_the_hold_top_defaults_to_holds_own_and_zero_turns_it_off():
     from core.errors import TenforgeError
     from tasks.tuning.hold import HOLD_TOP, check_hold_top

@@ -11,6 +11,7 @@ import pytest
 from models.dataset import DataSpec, load_dataset
 from models.feature_cache import FeatureCache
 from models.ms_adapter import LearnedCostModel
+from models.online_blend import WEIGHTS
 from models.registry import create_model
 from tests.conftest import ROOT
 from tests.models.synthetic import synthetic_dataset
@@ -74,6 +75,28 @@ def test_online_model_takes_over_a_task_as_its_measurements_grow():
     online = np.clip(blended.online_model.predict(blended._data(feats, None)), 0, None)
     np.testing.assert_allclose(blended.search_scores(feats, task="task-1"),
                                0.25 * prior.search_scores(feats) + 0.75 * online)
+
+
+def test_a_prequential_blend_weighs_each_task_by_its_own_scored_batches():
+    model = create_model("xgb", n_estimators=30, loss="rank")
+    model.fit(DATA)
+    logic = LearnedCostModel(model, "hw-a", DATA.hardware_features[0], refit_every=20,
+                             online=64, blend="prequential")
+    logic.update("task-1", _features(DATA, range(30)), list(DATA.latency[:30]))
+    assert logic.online_model is not None and not logic.blend.batches  # nothing scored it yet
+    for start in (30, 40):  # scored by both models before they learn them
+        logic.update("task-1", _features(DATA, range(start, start + 10)),
+                     list(DATA.latency[start:start + 10]))
+    assert len(logic.blend.batches["task-1"]) == 2
+    feats = _features(DATA, range(60))
+    share = logic.blend.share("task-1", 50)
+    assert share in WEIGHTS
+    data = logic._data(feats, None)
+    np.testing.assert_allclose(logic.search_scores(feats, task="task-1"),
+                               (1 - share) * logic._prior_scores(data)
+                               + share * logic._online_scores(data))
+    with pytest.raises(ValueError, match="prequential"):
+        LearnedCostModel(model, "hw-a", DATA.hardware_features[0], online=64, blend="rank")
 
 
 @pytest.mark.slow
