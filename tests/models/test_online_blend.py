@@ -2,8 +2,13 @@
 
 import numpy as np
 
-from models.online_blend import (MIN_BATCHES, WEIGHTS, PrequentialBlend, concordant_pairs,
-                                 count_share)
+from models.online_blend import (
+    MIN_BATCHES,
+    WEIGHTS,
+    PrequentialBlend,
+    concordant_pairs,
+    count_share,
+)
 
 RNG = np.random.default_rng(0)
 
