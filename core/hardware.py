@@ -105,6 +105,16 @@ class HardwareProfile:
 
         return Target(self.target)
 
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> HardwareProfile:
+        """The profile a store's `hardware` row (as_row's, or a shard manifest's copy) holds.
+        KeyError, ValueError or TypeError where the row lacks a field or holds bad JSON."""
+        return cls(name=row["name"], target=json.loads(row["target_json"]),
+                   description=row.get("description", ""), host=row.get("host", "local"),
+                   runner=json.loads(row.get("runner_json") or '{"kind": "local"}'),
+                   num_threads=int(row["num_threads"]),
+                   features=json.loads(row["features_json"]), arch=row.get("arch", ""))
+
     def as_row(self) -> dict[str, Any]:
         """The profile as the store's `hardware` table row."""
         return {

@@ -38,13 +38,7 @@ def profile_of_shard(manifest: Path) -> "HardwareProfile":
     from core.hardware import HardwareProfile
 
     try:
-        row = json.loads(manifest.read_text())["hardware"]
-        return HardwareProfile(
-            name=row["name"], target=json.loads(row["target_json"]),
-            description=row.get("description", ""), host=row.get("host", "local"),
-            runner=json.loads(row.get("runner_json") or '{"kind": "local"}'),
-            num_threads=int(row["num_threads"]), features=json.loads(row["features_json"]),
-            arch=row.get("arch", ""))
+        return HardwareProfile.from_row(json.loads(manifest.read_text())["hardware"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TenforgeError(f"{manifest}: not a shard manifest with a hardware block "
                             f"({type(exc).__name__}: {exc}); give a profile name or a "

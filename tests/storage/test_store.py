@@ -156,3 +156,10 @@ def test_the_store_close_bench_times_both_modes_and_refuses_a_missing_store(db, 
     monkeypatch.setattr(sys, "argv", ["store_close", "--db", f"{db}.missing"])
     with pytest.raises(SystemExit, match="no store at"):
         store_close.main()
+
+
+def test_a_hardware_row_gives_back_the_profile_it_was_made_of():
+    from core.hardware import HardwareProfile
+
+    for profile in detect_local_profiles():
+        assert HardwareProfile.from_row(profile.as_row()) == profile
