@@ -205,7 +205,9 @@ CREATE TABLE tuning_runs (
     held_tasks          INTEGER,              -- heavy tasks' picks measured again before the
     held_changed        INTEGER,              -- build (tasks.tuning.hold), and of them changed
     hold_s              DOUBLE,               -- (NULL: not held; database_dir: the held one)
-    hold_top            INTEGER               -- records a heavy task may have held (0: no hold)
+    hold_top            INTEGER,              -- records a heavy task may have held (0: no hold)
+    online_blend        VARCHAR               -- the online model weighed by count or
+                                              -- prequential (NULL: no online model)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

@@ -137,13 +137,14 @@ def cost_model(model_id: str | None = None, hardware: str = "local",
                db: str | None = None) -> Any:
     """A registered model (default: the best for `hardware`) as a MetaSchedule cost model:
     pass it as `cost_model=` to MetaSchedule's tune_tir / tune_relax. As in retune, its refits
-    also fit an online model on what the search measured (tasks.tuning.run.ONLINE_HALF)."""
+    also fit an online model on what the search measured, weighed per task as retune weighs it
+    (tasks.tuning.run.ONLINE_HALF, ONLINE_BLEND)."""
     _ready()
     from core.errors import TenforgeError
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import resolve_profile
     from tasks.retune import best_model, check_model_fits
-    from tasks.tuning.run import ONLINE_HALF
+    from tasks.tuning.run import ONLINE_BLEND, ONLINE_HALF
 
     profile = resolve_profile(hardware)
     with open_store(db) as store:
@@ -153,4 +154,4 @@ def cost_model(model_id: str | None = None, hardware: str = "local",
                                 "or `tenforge onboard`)")
         row = store.model_row(chosen)
         check_model_fits(store, row, profile)
-    return learned_cost_model(row["path"], profile, online=ONLINE_HALF)
+    return learned_cost_model(row["path"], profile, online=ONLINE_HALF, blend=ONLINE_BLEND)

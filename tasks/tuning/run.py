@@ -40,6 +40,9 @@ from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 # after this many measurements of a task: the warm start and a task's first rounds follow the
 # prior, a heavy task's 300th trial mostly the search's own data.
 ONLINE_HALF = 64
+# How a task's scores weigh that online model: by ONLINE_HALF's count alone ("count"), or by how
+# the blend ranked the task's own measured batches ("prequential"; models/online_blend.py).
+ONLINE_BLEND = "count"
 
 
 @dataclass
@@ -183,7 +186,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  transfer_library: Sequence[SourceSchedule] = (),
                  round_scale: float = 1.0, warm_evolve: int = 0,
                  warm_share: bool = False, refit_every: int | None = None,
-                 online: int | None = ONLINE_HALF, online_blend: str = "count",
+                 online: int | None = ONLINE_HALF, online_blend: str = ONLINE_BLEND,
                  warm_by_trials: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
                  overlap_builds: bool = False) -> TuningResult:

@@ -15,7 +15,7 @@ import pytest
 from storage.store import Store
 from tasks.constraints import rules_for
 from tasks.hardware import resolve_profile
-from tasks.tuning.run import ONLINE_HALF
+from tasks.tuning.run import ONLINE_BLEND, ONLINE_HALF
 from tests.conftest import SEED_PROFILE, assert_refused, run_cli, run_cli_table, shared_prefect_api
 
 # The shared model is trained on the seed's SEED_PROFILE data; tuning runs on this machine's
@@ -77,6 +77,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     # the learned model ranked programs again (the ones it measured, at least): reused features
     assert run["features_reused"] > 0 and run["features_extracted"] > 0
     assert run["online_half"] == ONLINE_HALF  # its search blends in an online model by default
+    assert run["online_blend"] == ONLINE_BLEND  # weighed as tune_network's default says
     assert run["population"] == run["search_population"] == 32  # as asked (--population)
     assert run["search_threads"] == len(os.sched_getaffinity(0))
     assert re.search(r"\(\d+ s building and running candidates, \d+ s of it building; \d+ s "
@@ -133,6 +134,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     assert newest["cost_model"] == "metaschedule-xgb" and newest["trials"] < 200
     assert newest["minutes_budget"] == 0.05
     assert newest["online_half"] is None  # MetaSchedule's XGB is its own online model
+    assert newest["online_blend"] is None
     # what the 3 s left unmeasured got a sampled schedule: every task is in the estimate
     assert newest["tasks_filled"] >= 0 and newest["estimated_latency_s"] is not None
 
