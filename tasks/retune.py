@@ -159,7 +159,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
-    from tasks.tuning.run import check_warm_samples, check_warm_start
+    from tasks.tuning.checks import check_warm_samples, check_warm_start
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)

@@ -17,6 +17,7 @@ from tasks.instant import fill_unmeasured, instant_tune, measure_top_for, sample
 from tasks.schedule_transfer import SourceSchedule
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
+from tasks.tuning.checks import check_online_blend, check_warm_start, saved_model_path
 from tasks.tuning.contexts import (
     GENETIC_ITERS,
     INSTANT_SAMPLES,
@@ -111,16 +112,6 @@ def _e2e(run: dict[str, Any]) -> dict[str, Any]:
             "tir_functions": run["tir_functions"]}
 
 
-def check_online_blend(blend: str, online: int | None) -> None:
-    from models.ms_adapter import BLENDS
-
-    if blend not in BLENDS:
-        raise TenforgeError(f"online blend {blend!r}: choose one of {', '.join(BLENDS)}")
-    if blend != "count" and not online:
-        raise TenforgeError(f"online blend {blend!r} weighs an online model; give --online N "
-                            "(its count rule until a task's batches decide) or leave it out")
-
-
 def online_shares(model: Any) -> dict[str, int]:
     """A prequential blend's weights as the tasks' batches last chose them: weight -> tasks."""
     blend = getattr(getattr(model, "logic", None), "blend", None)
@@ -128,45 +119,6 @@ def online_shares(model: Any) -> dict[str, int]:
         return {}
     weights = sorted(blend.given.values())
     return {f"{w:.3f}": weights.count(w) for w in dict.fromkeys(weights)}
-
-
-def _model_path(cost_model: str) -> str | None:
-    """The saved tenforge model `cost_model` names; None for MetaSchedule's XGB."""
-    return None if cost_model in ("xgb", "metaschedule-xgb") else cost_model
-
-
-def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) -> None:
-    """A warm start needs a learned model to rank with and a search to hand over to
-    (`cost_model`: a model artifact, or "xgb" for MetaSchedule's)."""
-    if warm_start is None:
-        return
-    if warm_start < 1:
-        raise TenforgeError(f"--warm-start {warm_start}: measure at least 1 candidate per task "
-                            "(or leave it out)")
-    if _model_path(cost_model) is None:
-        raise TenforgeError("--warm-start ranks candidates with a learned model and this run "
-                            "uses MetaSchedule's XGB: name a registered model (or leave "
-                            "--cost-model out where the store has one)")
-    if scheduler == "instant":
-        raise TenforgeError("--warm-start precedes a search; the instant scheduler measures "
-                            "the model's top candidates alone: leave one of them out")
-
-
-def check_warm_samples(warm_samples: int | None, warm_start: int | None) -> int | None:
-    """The candidates a warm start ranks per task, resolved: WARM_SAMPLES by default, None
-    without a warm start; refused where it cannot mean anything."""
-    from tasks.validation import check_positive_ints
-
-    if warm_samples is None:
-        return WARM_SAMPLES if warm_start else None
-    check_positive_ints(warm_samples=warm_samples)
-    if not warm_start:
-        raise TenforgeError("--warm-samples sets how many candidates a warm start ranks per "
-                            "task; add --warm-start K, or leave --warm-samples out")
-    if warm_samples < warm_start:
-        raise TenforgeError(f"--warm-samples {warm_samples} ranks fewer candidates than "
-                            f"--warm-start {warm_start} measures; give at least {warm_start}")
-    return warm_samples
 
 
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
@@ -391,7 +343,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
             # TVM's default schedules; the model (MetaSchedule's XGB: a sample) picks theirs
             try:
                 filled = fill_unmeasured(extracted, chosen, [shares[i].flops for i in chosen],
-                                         profile, database, _model_path(cost_model), log,
+                                         profile, database, saved_model_path(cost_model), log,
                                          measurer, seed, report)
             except RuntimeError as exc:  # TVM's errors: what was measured still compiles
                 report(f"WARNING: picking schedules for the unmeasured tasks failed "

@@ -184,7 +184,7 @@ def refused(store_with_model):
 
 def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
     from tasks.tuning.contexts import WARM_SAMPLES
-    from tasks.tuning.run import check_warm_samples
+    from tasks.tuning.checks import check_warm_samples
 
     assert check_warm_samples(None, 4) == WARM_SAMPLES
     assert check_warm_samples(None, None) is None
@@ -193,7 +193,7 @@ def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
 
 def test_an_online_blend_is_one_of_the_known_ones_and_needs_an_online_model():
     from core.errors import TenforgeError
-    from tasks.tuning.run import check_online_blend
+    from tasks.tuning.checks import check_online_blend
 
     check_online_blend("count", None)
     check_online_blend("prequential", 64)
