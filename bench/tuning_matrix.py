@@ -480,7 +480,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],
         "online": settings["online"],
-        "online_blend": result.online_blend,  # cells before 2026-12-01 04:00: "count"
+        "online_blend": result.online_blend,  # cells before 2026-12-01 03:36 lack it: "count"
         "online_shares": result.online_shares,  # prequential: weight -> tasks that chose it
         "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
         "overlap_builds": result.overlap_builds,  # cells before 2026-11-30 22:40: False

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# The online model's weights a task can get: ninths of the way from prior-only to online-only.
+# The online model's weights a task can get: eighths of the way from prior-only to online-only.
 WEIGHTS = np.linspace(0.0, 1.0, 9)
 # Scored batches of a task before they outvote the count rule: one batch of a dozen candidates
 # ranks noisily (a 1-2 pair difference decides), two begin to agree with the task's later ones.
