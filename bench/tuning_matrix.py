@@ -204,6 +204,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-online16-nchw16c",
             "warm-focus-pop4-w128-online-preq", "warm-focus-pop4-w128-online-preq-nchw8c",
             "warm-focus-pop4-w128-online-preq-nchw16c",
+            "warm-focus-pop4-w128-online-spread", "warm-focus-pop4-w128-online-spread-nchw8c",
+            "warm-focus-pop4-w128-online-spread-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
@@ -404,6 +406,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
                    else ONLINE_HALF if "-online" in variant else None),
         "online_blend": "prequential" if "-preq" in variant else "count",
         "warm_by_trials": "-wt" in variant,
+        "warm_spread": "-spread" in variant,
         "overlap_builds": "-ovl" in variant,
     }
 
@@ -476,6 +479,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "transfer_sources": result.transfer_sources,
         "warm_evolve": result.warm_evolve,
         "warm_share": result.warm_share,
+        "warm_spread": result.warm_spread,  # cells before 2026-12-01 08:00: False
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],

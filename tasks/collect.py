@@ -1,4 +1,5 @@
-"""The collect steps as plain functions: import networks, sample candidates, measure what is missing.
+"""The collect steps as plain functions: import networks, sample candidates, measure what is
+missing.
 
 Resumable by construction: sampling is deterministic per seed and stored candidates are
 unique per (task, hardware, schedule hash); measurements are unique per (candidate, settings)

@@ -127,7 +127,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  report: Callable[[str], None] = print,
                  context_of: list[int] | None = None, budget: int | None = None,
                  library: Sequence[SourceSchedule] = (), evolve_generations: int = 0,
-                 threads: int = 1) -> None:
+                 threads: int = 1, fresh_second: bool = True) -> None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
@@ -174,7 +174,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
         _second_pass(tuner, states, extra, samples if isinstance(samples, int) else
-                     round(sum(samples) / len(samples)), seed)
+                     round(sum(samples) / len(samples)), seed, fresh=fresh_second)
 
 
 def _draw_up_front(profile: HardwareProfile, states: list[_TaskState], wanted: list[int],
@@ -258,15 +258,16 @@ def _tuner(profile: HardwareProfile, database: Any, model_path: str | None, log:
 
 
 def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: int, seed: int,
-                 batch_size: int = FIRST_PASS_TOP) -> None:
+                 batch_size: int = FIRST_PASS_TOP, fresh: bool = True) -> None:
     """Measure `extra` more candidates, spread by each task's share of the estimated latency
-    (best measured time x occurrences); a task whose design space was not exhausted draws a
-    fresh sample of `samples`, ranked beside its first pass's unmeasured remainder. They are
+    (best measured time x occurrences); with `fresh`, a task whose design space was not
+    exhausted draws a fresh sample of `samples`, ranked beside its first pass's unmeasured
+    remainder (without: the remainder alone, no sampling time). They are
     measured in batches of `batch_size`, so a deadline or a signal ends the pass within one
     (a heavy task's share, whole, took up to 50 s on resnet18)."""
     timed = [s for s in states if s.best_s is not None]
     latency = [s.best_s * float(s.task.weight) for s in timed]
-    caps = [len(s.remainder) if s.space_exhausted else len(s.remainder) + samples
+    caps = [len(s.remainder) if s.space_exhausted or not fresh else len(s.remainder) + samples
             for s in timed]
     counts = allocate_by_share(latency, extra, caps)
     total = sum(latency) or 1.0
@@ -281,7 +282,7 @@ def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: i
             return
         started, before = time.monotonic(), state.best_s
         pool = state.remainder
-        if not state.space_exhausted:
+        if fresh and not state.space_exhausted:
             # another draw (seed + 1) beside the first pass's, ranked together
             pool = pool + tuner.rank(state, samples, seed + 1)
             pool.sort(key=lambda c: -c.score)

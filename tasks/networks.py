@@ -175,9 +175,9 @@ class InceptionStyle(nn.Module):
 
     def __init__(self, num_classes: int = 1000):
         super().__init__()
-        self.stem = nn.Sequential(_conv_bn(3, 32, 3, 2), _conv_bn(32, 32, 3), _conv_bn(32, 64, 3, p=1),
-                                  nn.MaxPool2d(3, 2), _conv_bn(64, 80, 1), _conv_bn(80, 192, 3),
-                                  nn.MaxPool2d(3, 2))
+        self.stem = nn.Sequential(_conv_bn(3, 32, 3, 2), _conv_bn(32, 32, 3),
+                                  _conv_bn(32, 64, 3, p=1), nn.MaxPool2d(3, 2),
+                                  _conv_bn(64, 80, 1), _conv_bn(80, 192, 3), nn.MaxPool2d(3, 2))
         self.a = nn.Sequential(_InceptionA(192, 32), _InceptionA(256, 64), _InceptionA(288, 64))
         self.reduce = _conv_bn(288, 768, 3, 2)
         self.c = nn.Sequential(_InceptionC(768, 128), _InceptionC(576, 160))

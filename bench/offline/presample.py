@@ -27,11 +27,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+if TYPE_CHECKING:
+    from core.hardware import HardwareProfile
 
-def profile_of_shard(manifest: Path) -> "HardwareProfile":
+
+def profile_of_shard(manifest: Path) -> HardwareProfile:
     """The hardware profile a shard was measured on, as its store row had it (name, target,
     features): a lent machine's host, whose profile exists only where it is detected."""
     from core.errors import TenforgeError

@@ -44,6 +44,8 @@ ONLINE_HALF = 64
 # How a task's scores weigh that online model: by ONLINE_HALF's count alone ("count"), or by how
 # the blend ranked the task's own measured batches ("prequential"; models/online_blend.py).
 ONLINE_BLEND = "count"
+# A warm start spread by share (warm_spread) measures this many picks of every task first.
+WARM_SPREAD_TOP = 2
 
 
 @dataclass
@@ -77,6 +79,7 @@ class TuningResult:
     warm_evolve: int = 0  # generations of model-only evolution on each task's first ranking
     build_s: float = 0.0  # of measure_s, compiling candidates (the rest: running them)
     warm_share: bool = False  # its warm samples went by FLOPs x occurrences, warm_samples the mean
+    warm_spread: bool = False  # its warm start measured WARM_SPREAD_TOP a task, the rest by share
     # CPU seconds of this process over search_s: the search's own work (candidates are built
     # and run in worker processes); unlike search_s, blind to other load and to being paused
     search_cpu_s: float | None = None
@@ -139,7 +142,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  round_scale: float = 1.0, warm_evolve: int = 0,
                  warm_share: bool = False, refit_every: int | None = None,
                  online: int | None = ONLINE_HALF, online_blend: str = ONLINE_BLEND,
-                 warm_by_trials: bool = False,
+                 warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
                  overlap_builds: bool = False) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
@@ -194,6 +197,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     start as the part of a turn its trials are (`warm_start` / `trials_per_iter`), not a whole
     turn, so tasks weighing a few percent get a turn after it (tasks.schedulers, warm_turn);
     off by default: on the Zen 5's BERT it ended at 112 ms estimated against 108.
+    `warm_spread`: the warm start measures the top WARM_SPREAD_TOP of every task, then the rest
+    of its `warm_start` x tasks picks by each task's share of the estimated latency, from
+    the same ranked samples (tasks.instant's second pass without a fresh draw).
     `overlap_builds`: each batch builds in the background while the next task is searched,
     and is timed alone before the next batch builds (tasks.ms_overlap); the model learns each
     batch's results one search later. Off by default until measured (docs/tuning-results.md).
@@ -291,17 +297,22 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                 if warm_start:
                     per_task = samples_by_importance([shares[i].importance for i in chosen],
                                                      warm_samples) if warm_share else warm_samples
+                    spread = min(WARM_SPREAD_TOP, warm_start) if warm_spread else warm_start
                     report(f"warm start: per task, rank {warm_samples} sampled candidates"
                            + (f" on average ({min(per_task)}-{max(per_task)}, by FLOPs x "
                               "occurrences)" if warm_share else "")
-                           + f" with the model and measure the top {warm_start}, then search"
+                           + f" with the model and measure the top {spread}"
+                           + (f" (then {warm_start - spread} a task more by share of the "
+                              "estimated latency)" if spread < warm_start else "") + ", then search"
                            + (f" (counted as {warm_turn:.2f} of a turn)" if warm_turn else ""))
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
                     instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
                                  database, cost_model, log, measurer, samples=per_task,
-                                 measure_top=warm_start, seed=seed, report=report,
+                                 measure_top=spread, seed=seed, report=report,
                                  context_of=first_context, library=transfer_library,
-                                 evolve_generations=warm_evolve, threads=search_threads)
+                                 evolve_generations=warm_evolve, threads=search_threads,
+                                 budget=log.trials + warm_start * len(chosen)
+                                 if warm_spread else None, fresh_second=False)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -394,6 +405,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         transfer_sources=len(transfer_library) if (warm_start or instant) else 0,
         warm_evolve=warm_evolve if (warm_start or instant) else 0,
         warm_share=bool(warm_start and warm_share),
+        warm_spread=bool(warm_start and warm_spread),
         feature_cache=cache.stats() if cache is not None else None,
         genetic_iters=None if instant else genetic_iters,
         online=online if model != "xgb" else None,

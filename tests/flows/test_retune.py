@@ -183,8 +183,8 @@ def refused(store_with_model):
 
 
 def test_a_warm_start_ranks_warm_samples_by_default_and_none_without_one():
-    from tasks.tuning.contexts import WARM_SAMPLES
     from tasks.tuning.checks import check_warm_samples
+    from tasks.tuning.contexts import WARM_SAMPLES
 
     assert check_warm_samples(None, 4) == WARM_SAMPLES
     assert check_warm_samples(None, None) is None
@@ -412,6 +412,38 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     assert all(b - a in (1, 2) for a, b in zip([0, *warm], warm))
     assert curve[tasks - 2][1] is None and curve[tasks - 1][1] is not None
     assert curve[-1][0] == newest["trials"] and curve[-1][1] <= curve[tasks - 1][1]  # search
+
+
+@pytest.mark.slow
+def test_a_warm_start_spread_by_share_measures_two_a_task_then_the_rest_where_the_time_is(
+        store_with_model, tmp_path):
+    """tune_network(warm_spread=True), real builds: the top 2 of every task first, then the
+    rest of warm_start x tasks from the same ranked samples by share of the estimated latency
+    (no fresh draw), and the search after them."""
+    from tasks.hardware import resolve_profile
+    from tasks.tuning import tune_network
+
+    db, model_id = store_with_model
+    with Store(db, read_only=True) as store:
+        model_path = store.model_row(model_id)["path"]
+    said: list[str] = []
+    result = tune_network("tiny_cnn", resolve_profile(PROFILE), tmp_path / "work", trials=40,
+                          cost_model=model_path, warm_start=3, warm_samples=32,
+                          warm_spread=True, population=32, flops_share=1.0, e2e_repeat=3,
+                          hold_top=0, graph="exported", report=said.append)
+    assert result.warm_spread and result.tuned["tuned_functions"] >= 1
+    assert any("measure the top 2 (then 1 a task more by share of the estimated latency)"
+               in line for line in said)
+    second = [line for line in said if line.startswith("second pass: ")]
+    assert len(second) == 1 and not any(line.startswith("sampled ") and "second" in line
+                                        for line in said)
+    planned = int(second[0].split()[2])  # "second pass: N more measurements by share ..."
+    first = sum(int(re.search(r"measured the top (\d+)", line).group(1))
+                for line in said if "measured the top" in line)
+    # 3 a task in all: what the first pass could not measure (a one-schedule design space)
+    # goes to the heavy tasks, from their 30 ranked and unmeasured
+    assert first <= 16 and planned == 3 * 8 - first
+    assert 40 <= result.trials < 40 + 8  # the search spent the rest of the budget
 
 
 @pytest.mark.slow

@@ -90,6 +90,18 @@ def test_a_task_whose_space_is_exhausted_gets_no_more_than_it_has_left():
     assert sum(n for t, n in tuner.batches if t == "t1") == 20  # planned 30 of its 20 + 10
 
 
+def test_a_second_pass_without_a_fresh_draw_spreads_the_remainders_alone():
+    from tasks.instant import _second_pass
+
+    states = _states([20, 4], [False, False])
+    tuner = _Tuner(_Log(stop_after=10**6), fresh=10)  # a rank call would add 10 "new" each
+    _second_pass(tuner, states, extra=40, samples=10, seed=0, batch_size=8, fresh=False)
+    # by share t0 would take 30 of 40 and t1 10, but each has only its remainder to give
+    assert "t0 20 (75%), t1 4 (25%)" in tuner.lines[0]
+    assert tuner.batches == [("t0", 8), ("t0", 8), ("t0", 4), ("t1", 4)]
+    assert states[0].remainder == [] == states[1].remainder
+
+
 class _FillTuner:
     """_Tuner's double for fill_unmeasured: ranks `ranked` names; a pick named in `fails`
     fails, any other 'runs' in 1 ms; every batch goes to the real TuningLog."""
