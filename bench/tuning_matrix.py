@@ -479,7 +479,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "transfer_sources": result.transfer_sources,
         "warm_evolve": result.warm_evolve,
         "warm_share": result.warm_share,
-        "warm_spread": result.warm_spread,  # cells before 2026-12-01 08:00: False
+        "warm_spread": result.warm_spread,  # cells before 2026-12-01 07:06 lack it: False
         "trials_per_round": result.trials_per_round,  # as used (lean: --lean-batch)
         "round_scale": settings["round_scale"],
         "refit_every": settings["refit_every"],

@@ -435,8 +435,11 @@ def test_a_warm_start_spread_by_share_measures_two_a_task_then_the_rest_where_th
     assert any("measure the top 2 (then 1 a task more by share of the estimated latency)"
                in line for line in said)
     second = [line for line in said if line.startswith("second pass: ")]
-    assert len(second) == 1 and not any(line.startswith("sampled ") and "second" in line
-                                        for line in said)
+    assert len(second) == 1
+    # no fresh draw: each task's pool is what its first ranking of 32 left unmeasured
+    pools = [int(m.group(1)) for line in said
+             if (m := re.search(r"measured \d+ more of (\d+) ranked", line))]
+    assert pools and all(n <= 32 - 2 for n in pools)
     planned = int(second[0].split()[2])  # "second pass: N more measurements by share ..."
     first = sum(int(re.search(r"measured the top (\d+)", line).group(1))
                 for line in said if "measured the top" in line)
