@@ -142,7 +142,8 @@ def metaschedule_path(profile, jobs: list[MeasureJob], batch: int,
             "detail": f"first error: {first_error[:80]}" if first_error else ""}
 
 
-def tenforge_path(profile, jobs: list[MeasureJob], batch: int, repeats: int) -> tuple[dict, dict, float]:
+def tenforge_path(profile, jobs: list[MeasureJob], batch: int,
+                  repeats: int) -> tuple[dict, dict, float]:
     """(c): cold (workers start inside the timing) and warm; then quality over `repeats`."""
     means: dict[int, list[float]] = {}
     rows = []

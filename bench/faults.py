@@ -4,8 +4,9 @@ nothing was lost or duplicated; feed the CLI wrong inputs and check each is refu
 1. Kills: `tenforge collect` (small ops on the 1-thread profile) is started --kills times and
    SIGKILLed (its whole process group: flow, Prefect server, measurement workers): a third at a
    random time in the first seconds (start-up, sampling), the rest just after a random
-   measurement batch was committed. After each kill the store must open, every candidate must have its features, and no
-   measurement seen before may disappear (lost) or appear twice (duplicates). A final run
+   measurement batch was committed. After each kill the store must open, every candidate must
+   have its features, and no measurement seen before may disappear (lost) or appear twice
+   (duplicates). A final run
    completes the collection: every candidate measured exactly once.
 2. Search and pretrain kills: the search flow is SIGKILLed while an Optuna trial runs; the
    next run must mark that trial FAIL (interrupted), run it again, and copy every finished

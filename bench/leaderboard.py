@@ -37,8 +37,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import (FEATURE_SETS, feature_set_name, held_out_parts, profiles,  # noqa: E402
-                         scratch_dir, spread, store_or_seed)
+from bench._data import (  # noqa: E402
+    FEATURE_SETS,
+    feature_set_name,
+    held_out_parts,
+    profiles,
+    scratch_dir,
+    spread,
+    store_or_seed,
+)
 from tenforge.cli import bootstrap  # noqa: E402
 
 bootstrap()

@@ -53,7 +53,8 @@ def main() -> None:
 
     print(f"{args.candidates} candidates of ResNet-18 tasks (> 1 MFLOP), {args.rounds} separate "
           "measurements each; CV in %\n")
-    header = (f"{'profile':22s} {'protocol':30s} " + " ".join(f"{'CV ' + s:>9s}" for s in STATISTICS)
+    header = (f"{'profile':22s} {'protocol':30s} "
+              + " ".join(f"{'CV ' + s:>9s}" for s in STATISTICS)
               + f" {'CV within':>10s} {'run s/cand':>10s}")
     print(header)
     for profile in detect_local_profiles():

@@ -132,11 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     parser.add_argument("--hardware", required=True, help="the profile the searches ran on")
     parser.add_argument("--network", required=True,
-                        help="the network the searches tuned, with its graph (mobilenet_v2+nchw16c)")
+                        help="the network the searches tuned, with its graph "
+                             "(mobilenet_v2+nchw16c)")
     parser.add_argument("--model", default="shipped",
                         help="a registered model id, an artifact folder, or shipped")
     parser.add_argument("--after", default="100,300,600",
-                        help="comma-separated N: score on what each search measured after its first N")
+                        help="comma-separated N: score on what each search measured after "
+                             "its first N")
     parser.add_argument("--json", metavar="FILE", help="also write every result here")
     args = parser.parse_args(argv)
     from models.dataset import DataSpec, load_dataset

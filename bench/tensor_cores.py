@@ -114,7 +114,8 @@ def table(comparisons: list[TaskComparison], s: dict[str, Any]) -> str:
     def us(v: float | None) -> str:
         return "-" if v is None else f"{v:.1f}"
 
-    lines = ["| task | GFLOP | wmma valid | best wmma us | SIMT valid | best SIMT us | SIMT / wmma |",
+    lines = ["| task | GFLOP | wmma valid | best wmma us | SIMT valid | best SIMT us "
+             "| SIMT / wmma |",
              "|---|---|---|---|---|---|---|"]
     for c in sorted(comparisons, key=lambda c: -c.gflops):
         lines.append(f"| {c.task} | {c.gflops:.3f} | {c.wmma.valid}/{c.wmma.measured} | "

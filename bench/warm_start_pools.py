@@ -4,7 +4,8 @@ model-only evolution.
 For each named task of a stored network, measures side by side on this machine (each
 candidate once, through the collect path's measurer) the pools named by --pools:
   random        the first 32 of 128 random samples of its design space
-  top4          the model's top 4 of those 128 (--samples): what a warm start measures (tasks.instant)
+  top4          the model's top 4 of those 128 (--samples): what a warm start measures
+                (tasks.instant)
   transfers     32 candidates made from other tasks' fastest stored schedules on the profile
                 (tasks.schedule_transfer; the --holdout networks lend none)
   top4+xfer     the model's top 4 of the 128 samples and the 32 transfers

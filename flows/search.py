@@ -15,7 +15,8 @@ from tasks.training_specs import validate_search
 @flow(name="search", log_prints=True)
 def search(hardware: list[str] | None = None, networks: list[str] | None = None,
            split: str = "by_task", holdout: list[str] | None = None,
-           families: list[str] | None = None, trials: PositiveInt = 20, time_budget_s: float = 900.0,
+           families: list[str] | None = None, trials: PositiveInt = 20,
+           time_budget_s: float = 900.0,
            metric: str = "peak1", multi_objective: bool = False, seed: int = 0,
            max_epochs: PositiveInt = 30, study: str | None = None, db: str | None = None,
            register_if_better: bool = False) -> dict:

@@ -47,7 +47,7 @@ def load_model(path: str | Path) -> CostModel:
         raise TenforgeError(f"{path} is not a tenforge model artifact (no {META_FILE})")
     try:
         meta = json.loads(meta_path.read_text())
-        kind, config = meta["kind"], meta["config"]
+        kind, _ = meta["kind"], meta["config"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise TenforgeError(f"{meta_path} is corrupted ({type(exc).__name__}: {exc}); "
                             "retrain or restore the artifact") from None

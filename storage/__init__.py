@@ -1,1 +1,2 @@
-"""DuckDB storage: the schema (SQL, numbered migrations), the Store gateway, MetaSchedule interop."""
+"""DuckDB storage: the schema (SQL, numbered migrations), the Store gateway, MetaSchedule
+interop."""

@@ -109,7 +109,8 @@ class Store:
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY "
                          "KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT "
                          "current_timestamp)")
-        applied = {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        applied = {v for (v,) in
+                   self.con.execute("SELECT version FROM schema_migrations").fetchall()}
         done = []
         for version, name, path in migrations():
             if version in applied:
@@ -202,7 +203,8 @@ class Store:
         return int(hid)
 
     def upsert_network(self, name: str, batch: int, input_size: int) -> int:
-        self.con.execute("INSERT OR IGNORE INTO networks (name, batch, input_size) VALUES (?, ?, ?)",
+        self.con.execute("INSERT OR IGNORE INTO networks (name, batch, input_size) "
+                         "VALUES (?, ?, ?)",
                          [name, batch, input_size])
         return int(self.scalar("SELECT network_id FROM networks WHERE name = ? AND batch = ? AND "
                                "input_size = ?", [name, batch, input_size]))
@@ -274,7 +276,8 @@ class Store:
                 "extractor": [extractor] * len(candidates),
                 "dim": pa.array([c.features.shape[1] for c in candidates], pa.int32()),
                 "n_stores": pa.array([c.features.shape[0] for c in candidates], pa.int32()),
-                "values": pa.array([c.features.ravel() for c in candidates], pa.list_(pa.float32())),
+                "values": pa.array([c.features.ravel() for c in candidates],
+                                   pa.list_(pa.float32())),
             })
             self._insert_arrow("features", feats, on_conflict_ignore=True)
         return int(self.scalar("SELECT count(*) FROM candidates")) - int(before)

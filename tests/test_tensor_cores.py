@@ -11,7 +11,8 @@ def _row(task, candidate, tensor_cores, latency_s, network="net", weight=1):
 
 
 def test_best_of_each_kind_failures_and_tasks_without_both_kinds():
-    rows = [_row("conv", 1, True, 10e-6), _row("conv", 2, True, None), _row("conv", 3, False, 40e-6),
+    rows = [_row("conv", 1, True, 10e-6), _row("conv", 2, True, None),
+            _row("conv", 3, False, 40e-6),
             _row("conv", 4, False, 30e-6, network="other", weight=2),
             _row("matmul", 5, True, 20e-6), _row("matmul", 6, False, 10e-6),
             _row("add", 7, False, 1e-6)]  # no tensor-core candidate: not compared

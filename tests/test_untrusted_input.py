@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [p for d in ("models", "tasks", "storage", "flows", "tenforge", "bench")
            for p in (ROOT / d).rglob("*.py")]
 FORBIDDEN = [
-    (re.compile(r"^\s*(import|from)\s+(pickle|cloudpickle|dill|joblib)\b", re.M), "a pickle import"),
+    (re.compile(r"^\s*(import|from)\s+(pickle|cloudpickle|dill|joblib)\b", re.M),
+     "a pickle import"),
     (re.compile(r"\b(pickle|cloudpickle|dill|joblib)\.loads?\("), "unpickling"),
     (re.compile(r"torch\.load\((?![^)]*weights_only=True)"), "torch.load without weights_only"),
     (re.compile(r"(?<![\w.])(eval|exec)\("), "eval/exec"),

@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{got['invalid']} invalid samples, {time.monotonic() - started:.0f} s", flush=True)
     with Store(args.db, read_only=True) as store:
         hardware_id = store.hardware_id(profile.name)
-        traces = [t for task_id in task_ids for _, t in store.candidate_traces(task_id, hardware_id)]
+        traces = [t for task_id in task_ids
+                  for _, t in store.candidate_traces(task_id, hardware_id)]
     wmma = sum(uses_tensor_cores(t) for t in traces) if profile.target_kind == "cuda" else 0
     print(f"{args.db}: {len(task_ids)} tasks, {len(traces)} candidates "
           f"({wmma} tensor-core) for {profile.name}, {time.monotonic() - started:.0f} s")

@@ -9,8 +9,17 @@ import pytest
 from core.errors import TenforgeError
 from models.dataset import DataSpec, dataset_from_features, load_dataset
 from models.registry import create_model
-from models.trace_features import (DIM, FACTORS, HARDWARE_TILE_NAMES, PRIMITIVES, SUMMARY_DIM,
-                                   TILE_NAMES, input_width, tile_hardware_columns, trace_vector)
+from models.trace_features import (
+    DIM,
+    FACTORS,
+    HARDWARE_TILE_NAMES,
+    PRIMITIVES,
+    SUMMARY_DIM,
+    TILE_NAMES,
+    input_width,
+    tile_hardware_columns,
+    trace_vector,
+)
 from tests.conftest import SEED_PROFILE
 
 

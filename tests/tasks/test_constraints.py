@@ -25,7 +25,7 @@ def scheduled_matmul(inner: int):
     bootstrap()
     from core.tvm_env import load_tvm
 
-    tvm = load_tvm("llvm")
+    load_tvm("llvm")
     from tvm import s_tir, te
 
     a = te.placeholder((64, 64), name="a")
