@@ -15,6 +15,9 @@ prints three rows:
   - every variant cell against the median final of all the baseline runs (the report's
     pooled rule, `pooled_speedups`);
   - every variant cell against every baseline run.
+With --per-seed it also prints a row per variant cell: its own seed's baseline run (final
+estimate within the budget, seconds to it), the cell's first estimate, when it reached that
+final, both speedups, its own final, and both tuned networks' and PyTorch's milliseconds.
 The reports' hosts may have run at different speeds: the pooled rows say how far a
 three-seed median can move, they do not make one more precise. Reads only the cells' JSON.
 """
@@ -33,8 +36,10 @@ from bench._data import spread  # noqa: E402
 from bench.tuning_matrix import (  # noqa: E402
     VARIANTS,
     baseline_of,
+    best_within,
     pair_speedup,
     pooled_speedups,
+    reach,
     speedups,
 )
 from storage.reports import format_table, markdown_table  # noqa: E402
@@ -73,6 +78,52 @@ def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
             row(f"every cell against every {baseline} run", every_pair, target)]
 
 
+SEED_HEADER = ["report", "seed", "baseline final est. ms (trials, s to it)",
+               "first estimate: s, ms", "reaches the baseline's final: trials, s",
+               "own speedup", "vs the median final", "final est. ms",
+               "tuned ms baseline / this", "PyTorch ms baseline / this"]
+
+
+def per_seed_rows(reports: list[list[dict[str, Any]]], names: list[str],
+                  variant: str) -> list[tuple]:
+    """A row per `variant` cell over `reports` (named `names`): the figures a closing note's
+    per-seed table needs, against the baseline run of the cell's own seed and report."""
+    present = {c["variant"] for cells in reports for c in cells}
+    baseline = baseline_of(variant, present)
+    pooled_cells = [{**c, "seed": (index, c["seed"])} for index, cells in enumerate(reports)
+                    for c in cells if c["variant"] in (variant, baseline)]
+    against_median = pooled_speedups(pooled_cells)
+    rows = []
+    for index, cells in enumerate(reports):
+        bases = {c["seed"]: c for c in cells if c["variant"] == baseline and c["curve"]}
+        for c in sorted((c for c in cells if c["variant"] == variant), key=lambda c: c["seed"]):
+            pooled = against_median.get((c["network"], variant, (index, c["seed"])))
+            first = f"{c['curve'][0][1]:.0f}, {c['curve'][0][2]:.2f}" if c["curve"] else "-"
+            final = best_within(c["curve"], c["trials_budget"])
+            base = bases.get(c["seed"])
+            if base is None:
+                base_cols = ("no baseline run", "-", "-")
+            else:
+                base_final = best_within(base["curve"], base["trials_budget"])
+                base_trials, base_s = reach(base["curve"], base_final)
+                got = reach(c["curve"], base_final)
+                own = pair_speedup(c, base)[0]
+                base_cols = (f"{base_final:.2f} ({base_trials}, {base_s:.0f})",
+                             "never" if got is None else f"{got[0]}, {got[1]:.0f}",
+                             "never" if own is None else f"{own:.2f}x")
+            rows.append((names[index], c["seed"], base_cols[0], first, base_cols[1],
+                         base_cols[2], "never" if pooled is None else f"{pooled:.2f}x",
+                         "-" if final is None else f"{final:.2f}",
+                         f"{ms(base, 'tuned_ms')} / {ms(c, 'tuned_ms')}",
+                         f"{ms(base, 'torch_ms')} / {ms(c, 'torch_ms')}"))
+    return rows
+
+
+def ms(cell: dict[str, Any] | None, key: str) -> str:
+    value = (cell or {}).get(key)
+    return "-" if value is None else f"{value:.2f}"
+
+
 def row(label: str, ratios: list[float | None], target: float) -> tuple:
     reached = [r for r in ratios if r is not None]
     at_target = sum(r >= target for r in reached)
@@ -89,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--target", type=float, default=5.0,
                         help="count the ratios at this or more (issue 15's target: 5)")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--per-seed", action="store_true",
+                        help="also a row per variant cell (see the module's docstring)")
     args = parser.parse_args(argv)
     if args.variant not in VARIANTS:
         raise SystemExit(f"unknown variant {args.variant}: choose from {', '.join(VARIANTS)}")
@@ -96,7 +149,12 @@ def main(argv: list[str] | None = None) -> None:
     if not any(c["variant"] == args.variant for cells in reports for c in cells):
         raise SystemExit(f"no {args.variant} cell of {args.network} in {', '.join(args.folders)}")
     rows = pooled_rows(reports, args.variant, args.target)
-    print((markdown_table if args.markdown else format_table)(HEADER, rows))
+    table = markdown_table if args.markdown else format_table
+    print(table(HEADER, rows))
+    if args.per_seed:
+        names = [Path(folder).name for folder in args.folders]
+        print()
+        print(table(SEED_HEADER, per_seed_rows(reports, names, args.variant)))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.pooled_baselines import main, pooled_rows
+from bench.pooled_baselines import main, per_seed_rows, pooled_rows
 
 
 def cell(variant, seed, curve):
@@ -29,6 +29,19 @@ def test_own_pairs_the_pooled_median_and_every_pair():
     assert pooled[1:] == (2, "7.50 (5.00-10.00)", 0, "2 of 2")
     # A-A 5x, A-B 500/50 = 10x, B-A 1000/300 = 3.33x, B-B 5x
     assert every[1:] == (4, "5.00 (3.33-10.00)", 0, "3 of 4")
+
+
+def test_per_seed_rows_name_each_cells_own_baseline_and_the_pooled_ratio():
+    a, b = per_seed_rows([A, B + [cell("learned", 1, [[10, 20.0, 7.0]])]], ["a", "b"],
+                         "learned")[:2]
+    # A: XGB ends at 5 ms (100 trials, 1000 s); the learned cell starts at 6 ms after 50 s,
+    # gets to 5 ms at trial 20 (200 s): 5x; to the pooled 6 ms (XGB's median time 500 s) at 50 s
+    assert a == ("a", 0, "5.00 (100, 1000)", "50, 6.00", "20, 200", "5.00x", "10.00x", "5.00",
+                 "- / -", "- / -")
+    assert b[1:7] == (0, "6.00 (100, 500)", "100, 6.00", "10, 100", "5.00x", "5.00x")
+    lone = per_seed_rows([B + [cell("learned", 1, [[10, 20.0, 7.0]])]], ["b"], "learned")[1]
+    # seed 1 has no XGB run of its own, and never gets to the pooled 6 ms
+    assert lone[1:7] == (1, "no baseline run", "20, 7.00", "-", "-", "never")
 
 
 def test_a_cell_that_never_reaches_the_baseline_counts_as_never():
