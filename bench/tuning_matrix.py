@@ -259,9 +259,12 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str:
+    """The commit of the checkout this file runs from, wherever the process was started: a cell
+    run from a worktree (cwd elsewhere) recorded the cwd's HEAD before session 75."""
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+                              text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -11,6 +11,7 @@ import pytest
 
 from bench.tuning_matrix import (
     best_within,
+    git_commit,
     pooled_speedups,
     reach,
     shared_tasks,
@@ -411,3 +412,17 @@ def test_bad_params_are_refused_in_one_line_before_the_store_loads(tmp_path):
     with pytest.raises(SystemExit, match="--params is not JSON"):
         collect(args)
     assert not (tmp_path / "work").exists()  # nothing made, nothing loaded
+
+
+def test_a_cells_commit_is_its_code_checkouts_not_the_working_directorys(tmp_path, monkeypatch):
+    def head(folder):
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, text=True,
+                              capture_output=True).stdout.strip()
+
+    # Another repository as the working directory, as when a worktree's bench runs from main.
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "other"], cwd=tmp_path,
+                   check=True)
+    monkeypatch.chdir(tmp_path)
+    assert git_commit() == (head(ROOT) or "unknown") != head(tmp_path)
