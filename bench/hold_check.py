@@ -9,7 +9,9 @@ records of that task were all of that family (docs/tuning-results.md, fiftieth s
 The held database is the one a retune now compiles from (tasks.tuning.hold): every task's best
 record, except for heavy tasks: each one's best is measured again in `--processes` fresh
 Measurers (fresh worker processes), and where it ran over 10% slower than recorded its `--top`
-best are; the record with the lowest worst-process mean is kept, with those run times. A task
+best (itself among them) are, in `--processes` more; another record replaces the best only
+where its worst-process mean is over 10% below the best's there, and is kept with those run
+times. A task
 is heavy as a retune decides (best x occurrences at least `--share` of the estimate and
 `--floor-ms`; the defaults are the retune's), or with
 `--min-ms`, where its best runs at least that long a call (session 50's rule). The original

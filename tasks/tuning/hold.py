@@ -6,7 +6,7 @@ on the process it runs in. On the Zen 5 a family of BERT FFN-matmul schedules me
 its search and ran 3.2 ms in 2 of 8 fresh processes and 5.1-5.4 ms in the other 6; the search's
 database held ten records of that family on top, so the build took one, and BERT ran 146 ms
 against its 108 ms estimate. Re-measuring each heavy task's top records in two fresh processes
-and keeping the one whose worse process was fastest took that build to 119 ms, and left
+and keeping a record whose worse process was faster took that build to 119 ms, and left
 builds without the problem level (bench/hold_check.py; docs/tuning-results.md, fiftieth
 session).
 
@@ -17,6 +17,14 @@ run times of its worse fresh process, every other task's best as the search reco
 search's own database is left as it is (a resumed run, the store's write-back and later
 searches read all of it). Each record's worse process decides, so load beside the hold makes
 its picks worse: a test on the other vCPU took a held BERT build from 118 to 126 ms.
+
+Step one measures each heavy task's best alone; only where it ran more than HOLD_TOLERANCE
+slower than recorded does step two measure its HOLD_TOP best (itself again among them) in two
+more processes, and another record replaces it only where its worse process ran more than
+HOLD_TOLERANCE faster than the best's worse one there. On the Zen 4 a whole process can run
+10-25% slow: a hold comparing step one's time with records measured in other processes, and
+taking the lowest of 16 close records, swapped 4 of 4 BERT picks for ones that ran slower
+beside them, and built 7% slower than the search's own picks (seventy-seventh session).
 """
 
 from __future__ import annotations

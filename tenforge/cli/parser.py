@@ -281,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hold-top", type=_non_negative, default=None, metavar="N",
                    help="before compiling, each heavy task's best is measured again in 2 "
                         "fresh processes, and where it ran over 10%% slower, its N best "
+                        "beside it, one replacing it only if over 10%% faster there "
                         "(default 16; 0: no hold). Some schedules keep their speed only in "
                         "some processes: a BERT build ran 35%% over its estimate without it")
     p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
