@@ -5,8 +5,8 @@ Why: a tuned network's estimate is the sum over tasks of occurrences x the best 
 and each candidate is measured once. Of hundreds of candidates within a few % of each other,
 the fastest-measured one is also the one whose measurement erred lowest, so the estimate is
 biased low (a winner's curse), and the network, built and timed, runs above it. On the Zen 4 the
-hold re-measured 16 of 17 heavy tasks' bests slower than recorded (median 1.11x), and the built
-networks ran 1.10-1.16x their estimates (docs/tuning-results.md, seventy-seventh session). If
+hold re-measured 20 of 21 heavy tasks' bests slower than recorded (median 1.12x), and the built
+networks ran 1.06-1.16x their estimates (docs/tuning-results.md, seventy-seventh session). If
 the bias is selection, the top ranks re-measure slower than recorded and ranks further down
 do not; if it is the process or the hour, every rank moves alike.
 
