@@ -139,7 +139,7 @@ def hold(tasks: dict[str, list[tuple[float, Any]]], heavy: list[str], profile: H
     # and only those measurements compare them: a whole process can run 10-25% slow (the Zen 4's
     # BERT build timed 220-281 ms end to end in fresh processes), and a best that slipped in
     # step 1's processes, weighed against records measured in others, lost to picks that then
-    # ran slower beside it in one process (4 of 4 heavy tasks changed, build 8% slower;
+    # ran slower beside it in one process (4 of 4 heavy tasks changed, build 7% slower;
     # docs/tuning-results.md, seventy-seventh session).
     owners = [best for best in bests if best[0] not in slipped]
     worst = [fresh for best, fresh in zip(bests, first) if best[0] not in slipped]
