@@ -66,7 +66,7 @@ def main() -> None:
     from storage.ms_database import records_by_task
     from tasks.hardware import resolve_profile
     from tasks.measure import Measurer
-    from tasks.tuning.hold import occurrences
+    from tasks.tuning.hold import heavy_tasks, occurrences
     from tasks.workloads import import_to_relax
 
     profile = resolve_profile(args.hardware)
@@ -76,7 +76,9 @@ def main() -> None:
     weights = occurrences(ms.relax_integration.extract_tasks(
         import_to_relax(args.network, 1, None, args.graph), tvm.target.Target(profile.target)))
     tasks = records_by_task(folder, profile.target)
-    heaviest = sorted(tasks, key=lambda k: -tasks[k][0][0] * weights.get(k, 1.0))[:args.tasks]
+    # every task, most expensive first (occurrences x best), as the hold ranks them
+    heaviest = heavy_tasks({key: records[0][0] for key, records in tasks.items()}, weights,
+                           share=0.0, min_s=0.0)[:args.tasks]
     jobs, rows = [], []
     for key in heaviest:
         for rank in ranks:

@@ -95,8 +95,6 @@ def spread(values: list[float]) -> str:
             if values else "       -")
 
 
-
-
 def parse_conditions(cpus: str, pages: str, available: set[int]) -> list[tuple[str, str]]:
     """[(cpu, page mode)] from the comma lists; exits in one line on a CPU this process may not
     use or an unknown page mode."""
@@ -155,8 +153,8 @@ def main() -> None:
           f"THP policy: {policy.read_text().strip() if policy.exists() else 'unknown'}; "
           f"{args.rounds} fresh processes per condition, median of {args.repeat} runs each",
           flush=True)
-    names = [Path(f).name for f in folders]
     whats = [*folders, *(["PyTorch eager"] if args.torch else [])]
+    names = {what: Path(what).name if what in folders else what for what in whats}
     timed: dict[tuple[str, tuple[str, str]], list[float]] = {}
     saved = os.environ.get("GLIBC_TUNABLES")
     try:
@@ -177,8 +175,8 @@ def main() -> None:
                         value = torch_eager_ms_fresh(args.network, profile.num_threads, runs=30)
                         extra = ""
                     timed.setdefault((what, condition), []).append(value)
-                    shown = names[folders.index(what)] if what in folders else what
-                    print(f"round {round_} {label(condition):22} {shown}: {value:.2f} ms{extra}",
+                    print(f"round {round_} {label(condition):22} {names[what]}: {value:.2f} ms"
+                          f"{extra}",
                           flush=True)
     finally:
         os.sched_setaffinity(0, available)
@@ -192,8 +190,7 @@ def main() -> None:
     for what in whats:
         estimate = (f"{database_estimate_ms(what, weights, profile.target):9.2f}"
                     if what in folders else f"{'-':>9}")
-        shown = names[folders.index(what)] if what in folders else what
-        print(f"{shown:28} {estimate} "
+        print(f"{names[what]:28} {estimate} "
               + " ".join(f"{spread(timed[(what, c)]):>24}" for c in conditions))
 
 

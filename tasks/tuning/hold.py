@@ -109,8 +109,8 @@ def _worst_fresh(jobs: list[Any], profile: HardwareProfile,
 def hold(tasks: dict[str, list[tuple[float, Any]]], heavy: list[str], profile: HardwareProfile,
          top: int, processes: int, report: Callable[[str], None] = print,
          tolerance: float = HOLD_TOLERANCE) -> tuple[Kept, int]:
-    """Every task's best record, except that a `heavy` task keeps the one of its `top` best whose
-    worse mean over `processes` fresh Measurers is lowest, with that process's run times.
+    """Every task's best record; a `heavy` task's is re-measured in `processes` fresh Measurers
+    and kept (or replaced by another of its `top` best) with the run times of its worse process.
     In two steps: each heavy task's best alone first; only where it ran more than `tolerance`
     slower than recorded are its `top` best measured, the best again among them, and compared
     in those processes only (resnet18's 9 heavy tasks all held within 5%); another record
