@@ -770,14 +770,17 @@ def report(args: argparse.Namespace) -> None:
                            if key in pooled]),
             "/".join(sorted({c["stop_reason"] for c in mine})),
             spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
-            neighbours(mine)))
+            neighbours(mine),
+            spread([both_timings_ms(c) for c in mine]),
+            spread([torch_median[network] / both_timings_ms(c) for c in mine])))
     headers = ["network", "variant", "seeds", "tuned ms", "torch ms", "vs torch (x faster)",
                "vs torch, all cells' median", "trials", "search min", "trials/min",
                f"search-time speedup vs {VARIANTS[0]}", "trial speedup",
                f"search-time speedup to {NEAR:g}x its final",
                f"search-time speedup to {VARIANTS[0]}'s median final", "stopped by",
                "functions tuned",
-               "other vCPUs busy: search / timing (max)"]
+               "other vCPUs busy: search / timing (max)",
+               "tuned ms, both timings' mean", "vs torch, both timings, all cells' median"]
     table = format_table(headers, rows)
     print(table)
     first = cells[0]
@@ -810,6 +813,8 @@ def report(args: argparse.Namespace) -> None:
          f"search share over {BUSY_SEARCH:.0%} its"),
         "search-time columns (and every variant's against it, if it is the baseline): rerun it",
         "(delete its file). n/a: a cell from before this was recorded.",
+        "The last two columns take the mean of a cell's two timings of its tuned network (each",
+        "in a fresh process, which alone can run 10% slow or fast), or its one where it has one.",
         "",
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
@@ -826,6 +831,14 @@ def report(args: argparse.Namespace) -> None:
 
 
 RETIME_GAP = 0.10  # a cell's two timings of its tuned network further apart: say so
+
+
+def both_timings_ms(cell: dict[str, Any]) -> float:
+    """The mean of a cell's two timings of its tuned network, or its one (cells before
+    2026-11-24). Each timing is one fresh process, and a process alone runs up to ~10% slow or
+    fast (docs/tuning-results.md, seventy-seventh session): two halve the bet on one."""
+    again = cell.get("tuned_ms_again")
+    return cell["tuned_ms"] if not again else (cell["tuned_ms"] + again) / 2
 
 
 def timing_disagreements(cells: list[dict[str, Any]]) -> list[str]:
