@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import spread  # noqa: E402
 from bench.tuning_matrix import (  # noqa: E402
+    LAYOUT_VARIANTS,
     VARIANTS,
     baseline_of,
     best_within,
@@ -44,6 +45,9 @@ from bench.tuning_matrix import (  # noqa: E402
 )
 from storage.reports import format_table, markdown_table  # noqa: E402
 
+# the default learned search; its cells carry their graph's suffix (-nchw8c on AVX2, -nchw16c on
+# AVX-512), so the folders' own cells say which one to pool
+DEFAULT_SEARCH = "warm-focus-pop4-w128-online"
 HEADER = ["search-time speedups", "ratios", "median (min-max)", "never", "at the target or more"]
 
 
@@ -54,6 +58,18 @@ def report_cells(folder: Path, network: str) -> list[dict[str, Any]]:
         raise SystemExit(f"{folder}: no cells of {network} in {folder / 'cells'}: pass a "
                          "tuning-matrix report folder (bench/tuning_matrix.py --out)")
     return [json.loads(p.read_text()) for p in paths]
+
+
+def default_variant(reports: list[list[dict[str, Any]]]) -> str:
+    """The default learned search on whichever graph the reports' cells tuned; a one-line
+    error where they hold none of it, or it on several graphs."""
+    present = {c["variant"] for cells in reports for c in cells}
+    found = sorted(present & {DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)})
+    if len(found) != 1:
+        raise SystemExit(f"{'no' if not found else 'more than one'} cell variant of the default "
+                         f"learned search ({', '.join(found) or DEFAULT_SEARCH + '[-GRAPH]'}): "
+                         "name one with --variant")
+    return found[0]
 
 
 def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
@@ -135,17 +151,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", help="tuning-matrix report folders")
     parser.add_argument("--network", required=True)
-    parser.add_argument("--variant", default="warm-focus-pop4-w128-online-nchw16c",
-                        help="the variant whose speedups to pool (default: the learned search)")
+    parser.add_argument("--variant", default=None,
+                        help="the variant whose speedups to pool (default: the learned search, "
+                             f"{DEFAULT_SEARCH}, on the graph the cells tuned)")
     parser.add_argument("--target", type=float, default=5.0,
                         help="count the ratios at this or more (issue 15's target: 5)")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--per-seed", action="store_true",
                         help="also a row per variant cell (see the module's docstring)")
     args = parser.parse_args(argv)
-    if args.variant not in VARIANTS:
+    if args.variant is not None and args.variant not in VARIANTS:
         raise SystemExit(f"unknown variant {args.variant}: choose from {', '.join(VARIANTS)}")
     reports = [report_cells(Path(folder), args.network) for folder in args.folders]
+    args.variant = args.variant or default_variant(reports)
     if not any(c["variant"] == args.variant for cells in reports for c in cells):
         raise SystemExit(f"no {args.variant} cell of {args.network} in {', '.join(args.folders)}")
     rows = pooled_rows(reports, args.variant, args.target)

@@ -67,3 +67,23 @@ def test_the_command_reads_report_folders_and_refuses_an_empty_one(tmp_path, cap
         main(["--network", "other", str(tmp_path / "a")])
     with pytest.raises(SystemExit, match="unknown variant"):
         main(["--network", "net", "--variant", "nope", str(tmp_path / "a")])
+
+
+def test_the_default_variant_is_the_learned_search_on_the_graph_the_cells_tuned(tmp_path, capsys):
+    def folder(name, variants):
+        (tmp_path / name / "cells").mkdir(parents=True)
+        for v, c in variants.items():
+            row = {**c, "variant": v}
+            (tmp_path / name / "cells" / f"net-{v}-s0.json").write_text(json.dumps(row))
+        return str(tmp_path / name)
+
+    avx2 = folder("avx2", {"ms-xgb-nchw8c": A[0], "warm-focus-pop4-w128-online-nchw8c": A[1]})
+    main(["--network", "net", "--markdown", avx2])  # an AVX2 CPU's cells, no --variant
+    assert ("| each report's own pairs (same seed) vs ms-xgb-nchw8c | 1 | 5.00 | 0 "
+            "| 1 of 1 |") in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no cell variant of the default learned search"):
+        main(["--network", "net", folder("none", {"ms-xgb": A[0], "learned": A[1]})])
+    both = folder("both", {"warm-focus-pop4-w128-online-nchw8c": A[1],
+                           "warm-focus-pop4-w128-online-nchw16c": A[1]})
+    with pytest.raises(SystemExit, match="more than one .*name one with --variant"):
+        main(["--network", "net", both])
