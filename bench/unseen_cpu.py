@@ -14,9 +14,10 @@ as bench/leaderboard.py). Then for each CPU P, scored on P's rows of the held-ou
 - `random`: the mean of 20 random rankings of the same rows (the floor).
 
 Median over seeds (min-max). It trains 2 models per CPU and seed plus one baseline; on the
-126-shard seed that is about a minute per CPU and seed on one vCPU.
+126-shard seed that is about a minute per CPU and seed on one vCPU. --cpus scores only the named
+CPUs (a machine new to the store, say); every CPU's rows still train the other arms.
 
-    .venv/bin/python bench/unseen_cpu.py [--db STORE] [--seeds 0,1,2]
+    .venv/bin/python bench/unseen_cpu.py [--db STORE] [--seeds 0,1,2] [--cpus P1,P2]
         [--holdout resnet50,mobilenet_v2,bert] [--family lgbm] [--json OUT]
 """
 
@@ -104,24 +105,41 @@ def one_cpu(cpu: str, train, valid, test, holdout, family: str, seed: int,
     return out
 
 
+def scored_cpus(requested: str | None, present: list[str]) -> tuple[str, ...]:
+    """The CPUs to leave out one at a time: the comma-separated `requested`, each of which
+    must be in `present` (the store's one-thread CPUs), or all of `present`."""
+    if not requested:
+        return tuple(present)
+    names = tuple(requested.split(","))
+    unknown = [n for n in names if n not in present]
+    if unknown:
+        raise SystemExit(f"--cpus {','.join(unknown)}: not a one-thread CPU profile with data in "
+                         f"the store; it has {', '.join(present) or 'none'}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     held_out_bench_options(parser, "resnet50,mobilenet_v2,bert",
                            "networks held out of training (every size of each)")
+    parser.add_argument("--cpus", metavar="P1,P2",
+                        help="score only these CPUs (default: every one-thread CPU of the store)")
     args = parser.parse_args()
 
     db = store_or_seed(args.db, "unseen-cpu")
-    cpus = tuple(one_thread_cpus(db))
-    if len(cpus) < 2:
-        raise SystemExit(f"{db} has {len(cpus)} one-thread CPU profile(s) with data; leaving "
+    present = one_thread_cpus(db)
+    if len(present) < 2:
+        raise SystemExit(f"{db} has {len(present)} one-thread CPU profile(s) with data; leaving "
                          "one out needs at least 2")
+    scored = scored_cpus(args.cpus, present)
     holdout = tuple(args.holdout.split(","))
-    data = load_dataset(db, DataSpec(hardware=cpus, traces=True))
+    # every CPU's rows load: the arms train on the others even when one CPU is scored
+    data = load_dataset(db, DataSpec(hardware=tuple(present), traces=True))
     print(f"data: {data.describe()}; held out: {', '.join(holdout)}", flush=True)
     results: dict[str, dict[str, list[dict]]] = {}
     for seed in (int(s) for s in args.seeds.split(",")):
         train, valid, test = held_out_parts(data, seed, holdout)
-        for cpu in cpus:
+        for cpu in scored:
             start = time.perf_counter()
             try:
                 arms = one_cpu(cpu, train, valid, test, holdout, args.family, seed)

@@ -44,3 +44,15 @@ def test_the_random_floor_is_seeded_so_a_rerun_draws_the_same():
     data = synthetic_dataset()
     a, b = RandomRanking(1).predict(data), RandomRanking(1).predict(data)
     assert a.shape == (len(data),) and np.array_equal(a, b)  # seeded: the same floor again
+
+
+def test_cpus_scores_the_named_profiles_and_refuses_one_the_store_lacks():
+    import pytest
+
+    from bench.unseen_cpu import scored_cpus
+
+    present = ["cpu-a-1t", "cpu-b-1t", "cpu-c-1t"]
+    assert scored_cpus(None, present) == tuple(present)
+    assert scored_cpus("cpu-c-1t", present) == ("cpu-c-1t",)
+    with pytest.raises(SystemExit, match="--cpus cpu-z-1t: not a one-thread CPU profile"):
+        scored_cpus("cpu-a-1t,cpu-z-1t", present)
