@@ -4,6 +4,7 @@ with a build."""
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from typing import Any
@@ -19,8 +20,13 @@ class FakeMeasurer:
     """Measurer's protocol for tasks.ms_overlap. A build takes BUILD_S; a module whose text
     hashes to 0 mod `fail_every` fails to build; a run's latency comes from the module's hash."""
 
-    def __init__(self, fail_every: int = 0):
+    def __init__(self, fail_every: int = 0, wait_for_search_s: float = 0.0):
         self.fail_every = fail_every
+        # With wait_for_search_s, a build also holds until the search predicts during it (at
+        # most that long): on a slow or busy CPU the search's next predict came more than
+        # BUILD_S after a build began (the Zen 1, session 79), so overlap went unseen.
+        self.wait_for_search_s = wait_for_search_s
+        self.searched = threading.Event()
         self.building = False
         self.count = 0
         self.latency: dict[str, float] = {}
@@ -41,8 +47,11 @@ class FakeMeasurer:
         return requests
 
     def build_requested(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.searched.clear()
         self.building = True
         time.sleep(BUILD_S)
+        if self.wait_for_search_s:
+            self.searched.wait(self.wait_for_search_s)
         self.builds += 1
         outcomes = []
         for r in requests:
@@ -81,6 +90,8 @@ def spying_cost_model(measurer: FakeMeasurer, predicted_while: list[bool]) -> An
 
         def predict(self, context, candidates) -> np.ndarray:
             predicted_while.append(measurer.building)
+            if measurer.building:
+                measurer.searched.set()
             return np.random.default_rng(len(predicted_while)).random(len(candidates))
 
     return Spy()
@@ -116,7 +127,7 @@ def _tune(tmp_path, scheduler: str, overlap: bool, measurer: FakeMeasurer, trial
 
 @pytest.mark.parametrize("scheduler", SEARCH_SCHEDULERS)
 def test_the_search_goes_on_while_a_batch_builds_and_runs_stay_alone(scheduler, tmp_path):
-    measurer = FakeMeasurer()
+    measurer = FakeMeasurer(wait_for_search_s=1.0)
     log, predicted_while = _tune(tmp_path, scheduler, True, measurer)
     assert log.trials == 40 and measurer.runs == 40 and log.errors == 0
     assert measurer.niceness > 0  # builds yield the CPU to the search
