@@ -1,6 +1,7 @@
 """bench/unseen_cpu.py: leaving one CPU out means its rows never reach the unseen model."""
 
 import numpy as np
+import pytest
 
 from tests.models.synthetic import synthetic_dataset
 
@@ -47,8 +48,6 @@ def test_the_random_floor_is_seeded_so_a_rerun_draws_the_same():
 
 
 def test_cpus_scores_the_named_profiles_and_refuses_one_the_store_lacks():
-    import pytest
-
     from bench.unseen_cpu import scored_cpus
 
     present = ["cpu-a-1t", "cpu-b-1t", "cpu-c-1t"]
