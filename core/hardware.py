@@ -38,6 +38,14 @@ HARDWARE_FEATURE_NAMES: tuple[str, ...] = (
     "has_neon",
 )
 
+
+
+def differing_features(a: dict[str, float], b: dict[str, float]) -> list[str]:
+    """The hardware features both dicts have and give different values (a feature appended to
+    HARDWARE_FEATURE_NAMES after one of them was stored is not a difference)."""
+    return [n for n in HARDWARE_FEATURE_NAMES if n in a and n in b and float(a[n]) != float(b[n])]
+
+
 # TenSet's measurement protocol: more repeats for cheaper kernels (FLOPs thresholds from its
 # measure_programs.py), one run per repeat, CPU cache flushed before each repeat.
 _TENSET_REPEATS = ((2416443392.0, 4), (834928640.0, 6))

@@ -11,6 +11,9 @@ Sources, in this order of precedence:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 import socket
 import tomllib
@@ -19,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TenforgeError
-from core.hardware import HardwareProfile, MeasureSettings
+from core.hardware import HardwareProfile, MeasureSettings, differing_features
 from core.paths import PROJECT_ROOT
 
 DEFAULT_PROFILE_FILE = PROJECT_ROOT / "hardware.toml"
+# The shipped measurements (dataset/seed, dataset/extra, dataset/device): each shard's manifest
+# holds the hardware row of the chip it was measured on.
+SHIPPED_DATA = PROJECT_ROOT / "dataset"
 
 # ISA extensions whose absence on the host makes a CPU target unrunnable (LLVM spelling): the
 # vector and matrix extensions LLVM may emit for tensor programs. The rest of what an `mcpu`
@@ -117,6 +123,55 @@ def masked_tag(masked: list[str]) -> str:
 
 
 @lru_cache(maxsize=1)
+def shipped_profile_features() -> dict[str, dict[str, float]]:
+    """The hardware features of every profile name in the shipped shards, as measured there."""
+    claimed: dict[str, dict[str, float]] = {}
+    for manifest in sorted(SHIPPED_DATA.glob("*/*/*.json")):
+        try:
+            row = json.loads(manifest.read_text())["hardware"]
+            claimed.setdefault(row["name"], json.loads(row["features_json"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a shard manifest (a README's JSON, a notes file)
+    return claimed
+
+
+def _size_tag(size: float) -> str:
+    mib, kib = size / 1024**2, size / 1024
+    return f"{mib:g}m" if mib >= 1 and mib == int(mib) else f"{kib:g}k"
+
+
+def chip_tag(profiles: tuple[HardwareProfile, ...],
+             claimed: dict[str, dict[str, float]]) -> str:
+    """The part of this chip's profile names that tells it from a shipped chip LLVM names alike
+    ("" when none is needed), e.g. "-l3-105m".
+
+    LLVM names a CPU by the family and model numbers it reports, and a hypervisor may report
+    one model for different chips: two Intel Xeon VMs of this machine kind, one with 480 MiB of
+    L3 at 2.6 GHz and one with 105 MiB at 2.0 GHz, both report family 6 model 167, which LLVM
+    calls rocketlake. A profile name must mean one chip, so where a shipped profile of the same
+    name was measured on other features, this chip's names carry the cache size that differs
+    (the largest level first), or a hash of its features where no cache size does."""
+    for profile in profiles:
+        differ = differing_features(profile.features, claimed.get(profile.name, profile.features))
+        if not differ:
+            continue
+        for cache in ("l3_bytes", "l2_bytes", "l1d_bytes"):
+            if cache in differ:
+                return f"-{cache.removesuffix('_bytes')}-{_size_tag(profile.features[cache])}"
+        blob = json.dumps(profile.features, sort_keys=True).encode()
+        return f"-hw{hashlib.sha1(blob).hexdigest()[:6]}"
+    return ""
+
+
+def _tagged(profiles: tuple[HardwareProfile, ...], cpu: str,
+            tag: str) -> tuple[HardwareProfile, ...]:
+    """The same profiles, every name `cpu-<cpu><tag>-...` (one chip: all of them carry it)."""
+    note = f"; another chip than the shipped data's {cpu} ({tag[1:]})"
+    return tuple(dataclasses.replace(p, name=p.name.replace(f"cpu-{cpu}-", f"cpu-{cpu}{tag}-", 1),
+                                     description=p.description + note) for p in profiles)
+
+
+@lru_cache(maxsize=1)
 def detect_local_profiles() -> tuple[HardwareProfile, ...]:
     """The local CPU as up to three profiles: full ISA on all cores, full ISA on one core, and
     x86-64-v2 on one core.
@@ -174,7 +229,8 @@ def detect_local_profiles() -> tuple[HardwareProfile, ...]:
             features={**base, **_isa_features(llvm_target_isa(v2_target)), "num_cores": 1},
             arch="x86_64",
         ))
-    return tuple(profiles)
+    tag = chip_tag(tuple(profiles), shipped_profile_features())
+    return _tagged(tuple(profiles), cpu, tag) if tag else tuple(profiles)
 
 
 # ----------------------------------------------------------------------------- declared

@@ -1,5 +1,6 @@
 """Store writes: idempotent inserts, a profile name never changes meaning, failures are rows."""
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,20 @@ def test_a_changed_profile_under_an_old_name_is_refused(db):
         changed = {**row, "target_json": '{"kind": "llvm", "mcpu": "x86-64"}'}
         with pytest.raises(TenforgeError, match="give the changed profile a new name"):
             store.upsert_hardware(changed)
+
+
+def test_another_chip_under_a_stored_name_is_refused(db):
+    row = detect_local_profiles()[0].as_row()
+    features = json.loads(row["features_json"])
+    with Store(db) as store:
+        hid = store.upsert_hardware(row)
+        other = {**features, "l3_bytes": features["l3_bytes"] + 1024**2}
+        with pytest.raises(TenforgeError, match="stored with l3_bytes=.* but this one has "
+                                                "l3_bytes=.*another chip under the same name"):
+            store.upsert_hardware({**row, "features_json": json.dumps(other)})
+        appended = {**features, "a_feature_added_later": 1.0}  # not in HARDWARE_FEATURE_NAMES
+        assert store.upsert_hardware({**row, "features_json": json.dumps(appended)}) == hid
+        assert store.scalar("SELECT count(*) FROM hardware") == 1
 
 
 def test_a_failed_transaction_leaves_nothing(db):

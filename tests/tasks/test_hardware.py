@@ -148,3 +148,66 @@ def test_the_name_says_which_tensor_extensions_are_hidden():
     assert hardware.masked_extensions({"avx2", "avx512bf16", "movdiri"}, {"avx2"}) == [
         "avx512bf16"]  # only extensions tensor code may use
     assert hardware.masked_extensions({"avx512bf16"}, set()) == []  # no cpuinfo: nothing known
+
+
+def _cpu(name: str, **features: float):
+    from core.hardware import HardwareProfile
+
+    base = {"l1d_bytes": 49152, "l2_bytes": 2 * 1024**2, "l3_bytes": 480 * 1024**2,
+            "has_avx512f": 1.0, "num_cores": 1}
+    return HardwareProfile(name=name, target={"kind": "llvm"}, features={**base, **features})
+
+
+def test_a_chip_that_a_shipped_name_does_not_describe_is_tagged_by_the_cache_that_differs():
+    """Two Xeon VMs (480 and 105 MiB of L3) both report model 167, which LLVM calls rocketlake:
+    the second must not measure under the first one's name."""
+    shipped = {"cpu-x-avx512-1t": _cpu("cpu-x-avx512-1t").features}
+    assert hardware.chip_tag((_cpu("cpu-x-avx512-1t"),), shipped) == ""  # the same chip
+    assert hardware.chip_tag((_cpu("cpu-new-avx512-1t", l3_bytes=1.0),), shipped) == ""  # new
+    here = (_cpu("cpu-x-avx512-2t", num_cores=2), _cpu("cpu-x-avx512-1t", l3_bytes=105 * 1024**2))
+    assert hardware.chip_tag(here, shipped) == "-l3-105m"
+    assert hardware.chip_tag((_cpu("cpu-x-avx512-1t", l2_bytes=1280 * 1024),), shipped) == \
+        "-l2-1280k"
+    other = hardware.chip_tag((_cpu("cpu-x-avx512-1t", has_avx512f=0.0),), shipped)
+    assert other.startswith("-hw") and len(other) == 9
+    # a feature appended after the shipped row was written is not a difference
+    assert hardware.chip_tag((_cpu("cpu-x-avx512-1t", has_neon=0.0),), shipped) == ""
+
+
+def test_every_detected_profile_of_another_chip_carries_the_tag(monkeypatch):
+    def detected_with(claims):
+        monkeypatch.setattr(hardware, "shipped_profile_features", lambda: claims)
+        detect_local_profiles.cache_clear()
+        return detect_local_profiles()
+
+    try:
+        untagged = detected_with({})  # no shipped chip claims this CPU's names
+        one_thread = untagged[1]
+        bigger = {**one_thread.features, "l3_bytes": one_thread.features["l3_bytes"] * 2 + 1024**2}
+        tagged = detected_with({one_thread.name: bigger})
+        tag, cpu = f"-l3-{hardware._size_tag(one_thread.features['l3_bytes'])}", \
+            one_thread.target["mcpu"]
+        assert [p.name for p in tagged] == [p.name.replace(f"cpu-{cpu}-", f"cpu-{cpu}{tag}-")
+                                            for p in untagged]
+        assert all("another chip" in p.description for p in tagged)
+        assert resolve_profile("local-1t") == tagged[1]
+        assert detected_with({one_thread.name: dict(one_thread.features)}) == untagged  # same chip
+    finally:
+        detect_local_profiles.cache_clear()
+
+
+def test_a_profile_name_means_one_chip_in_the_shipped_data():
+    import json
+
+    from core.hardware import differing_features
+
+    first: dict[str, tuple[str, dict]] = {}
+    for manifest in sorted(hardware.SHIPPED_DATA.glob("*/*/*.json")):
+        row = json.loads(manifest.read_text()).get("hardware")
+        if not isinstance(row, dict):
+            continue
+        features = json.loads(row["features_json"])
+        seen, where = first.setdefault(row["name"], (str(manifest), features))[::-1]
+        assert not differing_features(seen, features), \
+            f"{manifest} and {where} measure different chips as {row['name']}"
+    assert len(first) >= 5
