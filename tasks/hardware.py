@@ -126,7 +126,7 @@ def masked_tag(masked: list[str]) -> str:
 def shipped_profile_features() -> dict[str, dict[str, float]]:
     """The hardware features of every profile name in the shipped shards, as measured there."""
     claimed: dict[str, dict[str, float]] = {}
-    for manifest in sorted(SHIPPED_DATA.glob("*/*/*.json")):
+    for manifest in sorted(SHIPPED_DATA.rglob("*.json")):
         try:
             row = json.loads(manifest.read_text())["hardware"]
             claimed.setdefault(row["name"], json.loads(row["features_json"]))

@@ -202,7 +202,7 @@ def test_a_profile_name_means_one_chip_in_the_shipped_data():
     from core.hardware import differing_features
 
     first: dict[str, tuple[str, dict]] = {}
-    for manifest in sorted(hardware.SHIPPED_DATA.glob("*/*/*.json")):
+    for manifest in sorted(hardware.SHIPPED_DATA.rglob("*.json")):
         row = json.loads(manifest.read_text()).get("hardware")
         if not isinstance(row, dict):
             continue
