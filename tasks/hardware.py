@@ -122,16 +122,25 @@ def masked_tag(masked: list[str]) -> str:
     return f"-no-{'-'.join(tags)}" if tags else ""
 
 
+def shipped_hardware_rows() -> list[tuple[Path, dict[str, Any]]]:
+    """(manifest, its hardware row) of every shipped shard, in path order."""
+    rows = []
+    for manifest in sorted(SHIPPED_DATA.rglob("*.json")):
+        try:
+            row = json.loads(manifest.read_text())["hardware"]
+            json.loads(row["features_json"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a shard manifest (a model's config, a notes file)
+        rows.append((manifest, row))
+    return rows
+
+
 @lru_cache(maxsize=1)
 def shipped_profile_features() -> dict[str, dict[str, float]]:
     """The hardware features of every profile name in the shipped shards, as measured there."""
     claimed: dict[str, dict[str, float]] = {}
-    for manifest in sorted(SHIPPED_DATA.rglob("*.json")):
-        try:
-            row = json.loads(manifest.read_text())["hardware"]
-            claimed.setdefault(row["name"], json.loads(row["features_json"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not a shard manifest (a README's JSON, a notes file)
+    for _, row in shipped_hardware_rows():
+        claimed.setdefault(row["name"], json.loads(row["features_json"]))
     return claimed
 
 

@@ -202,12 +202,9 @@ def test_a_profile_name_means_one_chip_in_the_shipped_data():
     from core.hardware import differing_features
 
     first: dict[str, tuple[str, dict]] = {}
-    for manifest in sorted(hardware.SHIPPED_DATA.rglob("*.json")):
-        row = json.loads(manifest.read_text()).get("hardware")
-        if not isinstance(row, dict):
-            continue
+    for manifest, row in hardware.shipped_hardware_rows():
         features = json.loads(row["features_json"])
-        seen, where = first.setdefault(row["name"], (str(manifest), features))[::-1]
+        where, seen = first.setdefault(row["name"], (str(manifest), features))
         assert not differing_features(seen, features), \
             f"{manifest} and {where} measure different chips as {row['name']}"
     assert len(first) >= 5
