@@ -247,7 +247,9 @@ def best_within(points: list[list[float]], trials: int) -> float | None:
 
 
 def cpu_model() -> str:
-    """'AMD EPYC (family 25, model 1)': a VM's model name alone may not tell Zen 3 from 4."""
+    """'AMD EPYC (family 25, model 1, stepping 1, cache 32768 KB)': a VM's model name alone may
+    not tell Zen 3 from 4, nor its model number one Xeon from another (105 and 480 MiB of L3
+    behind model 167, docs/seed-dataset.md session 80)."""
     fields: dict[str, str] = {}
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         key, _, value = line.partition(":")
@@ -255,7 +257,8 @@ def cpu_model() -> str:
     if "model name" not in fields:
         return platform.processor()
     return (f"{fields['model name']} (family {fields.get('cpu family', '?')}, model "
-            f"{fields.get('model', '?')})")
+            f"{fields.get('model', '?')}, stepping {fields.get('stepping', '?')}, cache "
+            f"{fields.get('cache size', '?')})")
 
 
 def git_commit() -> str:
