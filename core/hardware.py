@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import TenforgeError
+
 # The numeric hardware features, in the order models see them (do not reorder: stored vectors
 # and trained models depend on it; append new names at the end).
 HARDWARE_FEATURE_NAMES: tuple[str, ...] = (
@@ -39,11 +41,23 @@ HARDWARE_FEATURE_NAMES: tuple[str, ...] = (
 )
 
 
-
 def differing_features(a: dict[str, float], b: dict[str, float]) -> list[str]:
     """The hardware features both dicts have and give different values (a feature appended to
     HARDWARE_FEATURE_NAMES after one of them was stored is not a difference)."""
     return [n for n in HARDWARE_FEATURE_NAMES if n in a and n in b and float(a[n]) != float(b[n])]
+
+
+def check_same_chip(name: str, stored_json: str, given_json: str) -> None:
+    """Refuse, in one line, hardware features that differ from those stored under `name`: a
+    profile name means one chip (two Xeon VMs that report one CPU model are two chips)."""
+    stored, given = json.loads(stored_json), json.loads(given_json)
+    differ = differing_features(stored, given)
+    if differ:
+        raise TenforgeError(
+            f"hardware profile {name!r} is stored with "
+            f"{', '.join(f'{n}={stored[n]:g}' for n in differ)} but this one has "
+            f"{', '.join(f'{n}={given[n]:g}' for n in differ)}: another chip under the same "
+            "name; give it a new name (a [[profile]] in hardware.toml)")
 
 
 # TenSet's measurement protocol: more repeats for cheaper kernels (FLOPs thresholds from its

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from core.errors import TenforgeError
-from core.hardware import differing_features
+from core.hardware import check_same_chip
 from core.signals import signals_held
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -181,8 +181,7 @@ class Store:
     # -------------------------------------------------------------- hardware, networks, tasks
 
     def upsert_hardware(self, row: dict[str, Any]) -> int:
-        """The id of hardware `row['name']`, inserting it; refuse a changed target, and features
-        that differ from the stored ones (another chip under the same name)."""
+        """The id of hardware `row['name']`, inserting it; refuse a changed target or chip."""
         existing = self.con.execute("SELECT hardware_id, target_json, features_json FROM hardware "
                                     "WHERE name = ?", [row["name"]]).fetchone()
         if existing:
@@ -190,14 +189,7 @@ class Store:
                 raise TenforgeError(
                     f"hardware profile {row['name']!r} is stored with target {existing[1]} but is "
                     f"now {row['target_json']}; give the changed profile a new name")
-            stored, given = json.loads(existing[2]), json.loads(row["features_json"])
-            differ = differing_features(stored, given)
-            if differ:
-                raise TenforgeError(
-                    f"hardware profile {row['name']!r} is stored with "
-                    f"{', '.join(f'{n}={stored[n]:g}' for n in differ)} but this one has "
-                    f"{', '.join(f'{n}={given[n]:g}' for n in differ)}: another chip under the "
-                    "same name; give it a new name (a [[profile]] in hardware.toml)")
+            check_same_chip(row["name"], existing[2], row["features_json"])
             return int(existing[0])
         cols = list(row)
         self.con.execute(f"INSERT INTO hardware ({', '.join(cols)}) VALUES "
