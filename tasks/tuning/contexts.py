@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from core.hardware import HardwareProfile
 from tasks.constraints import constraint_postproc
+from tasks.tuning.task_logs import task_loggers
 
 INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
 # A warm start: sampled candidates the model ranks per task (retune --warm-samples). 256, as
@@ -65,7 +66,6 @@ def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path
     (MetaSchedule's default 4). A round ranks ~init + iters x population candidates: at a
     population of 4x the batch, ~34 a measured trial on mobilenet_v2."""
     from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
     from tvm.s_tir.meta_schedule.utils import fork_seed
 
     kind = "cuda" if profile.target_kind == "cuda" else "llvm"
@@ -80,7 +80,8 @@ def tune_contexts(extracted: list[Any], profile: HardwareProfile, work_dir: Path
 
     contexts: list[Any] = []
     context_task: list[int] = []
-    loggers = get_loggers_from_work_dir(str(work_dir), [t.task_name for t in extracted])
+    loggers = task_loggers(work_dir, [t.task_name for t in extracted])  # (not MetaSchedule's: see
+    # tasks/tuning/task_logs.py, a deadlock inside Prefect flows)
     for task_id, (task, logger, rand_state) in enumerate(
             zip(extracted, loggers, fork_seed(seed, n=len(extracted)))):
         context = ms.TuneContext(
