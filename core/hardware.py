@@ -47,16 +47,20 @@ def differing_features(a: dict[str, float], b: dict[str, float]) -> list[str]:
     return [n for n in HARDWARE_FEATURE_NAMES if n in a and n in b and float(a[n]) != float(b[n])]
 
 
-def check_same_chip(name: str, stored_json: str, given_json: str) -> None:
-    """Refuse, in one line, hardware features that differ from those stored under `name`: a
-    profile name means one chip (two Xeon VMs that report one CPU model are two chips)."""
-    stored, given = json.loads(stored_json), json.loads(given_json)
-    differ = differing_features(stored, given)
+def check_same_chip(name: str, stored: tuple[str, str], given: tuple[str, str]) -> None:
+    """Refuse, in one line, a profile whose (target JSON, features JSON) differ from those
+    stored under `name`: a profile name means one target on one chip (two Xeon VMs that report
+    one CPU model are two chips)."""
+    if json.loads(stored[0]) != json.loads(given[0]):
+        raise TenforgeError(f"hardware profile {name!r} is stored with target {stored[0]} but is "
+                            f"now {given[0]}; give the changed profile a new name")
+    old, new = json.loads(stored[1]), json.loads(given[1])
+    differ = differing_features(old, new)
     if differ:
         raise TenforgeError(
             f"hardware profile {name!r} is stored with "
-            f"{', '.join(f'{n}={stored[n]:g}' for n in differ)} but this one has "
-            f"{', '.join(f'{n}={given[n]:g}' for n in differ)}: another chip under the same "
+            f"{', '.join(f'{n}={old[n]:g}' for n in differ)} but this one has "
+            f"{', '.join(f'{n}={new[n]:g}' for n in differ)}: another chip under the same "
             "name; give it a new name (a [[profile]] in hardware.toml)")
 
 

@@ -185,11 +185,7 @@ class Store:
         existing = self.con.execute("SELECT hardware_id, target_json, features_json FROM hardware "
                                     "WHERE name = ?", [row["name"]]).fetchone()
         if existing:
-            if json.loads(existing[1]) != json.loads(row["target_json"]):
-                raise TenforgeError(
-                    f"hardware profile {row['name']!r} is stored with target {existing[1]} but is "
-                    f"now {row['target_json']}; give the changed profile a new name")
-            check_same_chip(row["name"], existing[2], row["features_json"])
+            check_same_chip(row["name"], existing[1:], (row["target_json"], row["features_json"]))
             return int(existing[0])
         cols = list(row)
         self.con.execute(f"INSERT INTO hardware ({', '.join(cols)}) VALUES "
