@@ -437,3 +437,19 @@ def test_a_cells_commit_is_its_code_checkouts_not_the_working_directorys(tmp_pat
                    check=True)
     monkeypatch.chdir(tmp_path)
     assert git_commit() == (head(ROOT) or "unknown") != head(tmp_path)
+
+
+def test_pytorch_is_the_median_of_several_fresh_processes():
+    from bench.tuning_matrix import TORCH_PROCESSES, torch_ms_median
+
+    readings = iter([80.0, 63.8, 67.9, 99.0])
+    calls = []
+
+    def time_one(network, threads, runs):
+        calls.append((network, threads, runs))
+        return next(readings)
+
+    median, seen = torch_ms_median("resnet18", 1, time_one)
+    assert TORCH_PROCESSES == 3
+    assert seen == [80.0, 63.8, 67.9] and median == 67.9
+    assert calls == [("resnet18", 1, 30)] * 3
