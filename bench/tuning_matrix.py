@@ -112,7 +112,8 @@ folded) in every variant. Every cell tunes every task (flops share 1.0: the zero
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
 times PyTorch eager on the same input and thread count (median of 30), in a fresh process,
-three times, keeping the median (cells before 2026-12-03 03:00: one process).
+three times, keeping the median (cells before 2026-12-03 03:00: one process). It times PyTorch
+so before the search too: the report names cells during which the host changed speed.
 Before each of these two timings it waits (up to 15 minutes) until the CPUs outside its affinity
 are quiet, and it records how busy they were (bench/cpu_contention.py): on this 2-vCPU machine
 kind, work on the other vCPU slowed PyTorch's resnet18 by up to 48%.
@@ -439,9 +440,12 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
     share = variant.startswith("instant-share")
     settings = search_settings(variant, args)
     graph = cell_graph(network, variant, args.folded)
+    # the host's speed as the search starts: PyTorch now and after the search (some hosts
+    # drift 1.7x within an hour, session 82), so the report can say when a cell ran slow
+    waited = {"torch before": wait_for_quiet()}
+    before, before_readings = torch_ms_median(network, profile.num_threads, torch_eager_ms_fresh)
     began = time.time()
     ticks = {"start": other_cpu_ticks()}
-    waited = {}
     # From the search's end to the last timing, the pause file asks collections beside this
     # bench to wait (core/pause.py), then each timing waits for the other vCPUs to be quiet.
     quiet = contextlib.ExitStack()
@@ -516,6 +520,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "tuned_ms": result.tuned["latency_s"] * 1e3, "tuned_ms_again": again,
         "untuned_ms": result.untuned["latency_s"] * 1e3, "torch_ms": eager,
         "torch_ms_readings": eager_readings,
+        "torch_ms_before": before, "torch_ms_before_readings": before_readings,
         "tuned_functions": result.tuned["tuned_functions"],
         "tir_functions": result.tuned["tir_functions"],
         "estimated_ms": None if result.estimated_s is None else result.estimated_s * 1e3,
@@ -838,7 +843,7 @@ def report(args: argparse.Namespace) -> None:
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
     lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median),
-              "", *busy_searches(cells)]
+              "", *host_drift(cells), "", *busy_searches(cells)]
     db = args.db or str(Path(args.work) / "seed.duckdb")
     if Path(db).exists():
         lines += ["", "The learned model held out whole networks, not their layers:", "",
@@ -890,6 +895,18 @@ def torch_outliers(cells: list[dict[str, Any]], median: dict[str, float]) -> lis
             f"{len(far)}" + (":" if far else "."))
     return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: PyTorch {c['torch_ms']:.2f} "
                     f"ms, tuned {c['tuned_ms']:.2f}" for c in far)]
+
+
+def host_drift(cells: list[dict[str, Any]]) -> list[str]:
+    """A line per cell whose PyTorch reading before its search and after it differ by more
+    than RETIME_GAP: the host changed speed while it searched, and its estimates and search
+    time with it (cells from before 2026-12-03 have no reading before and are left out)."""
+    timed = [c for c in cells if c.get("torch_ms_before")]
+    far = [c for c in timed if abs(c["torch_ms"] / c["torch_ms_before"] - 1) > RETIME_GAP]
+    head = (f"PyTorch timed before and after the search (the host's speed): {len(timed)} "
+            f"cells; {len(far)} more than {RETIME_GAP:.0%} apart" + (":" if far else "."))
+    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: {c['torch_ms_before']:.2f} "
+                    f"ms before, {c['torch_ms']:.2f} after" for c in far)]
 
 
 def plot(cells: list[dict[str, Any]], path: Path) -> None:

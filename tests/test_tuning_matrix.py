@@ -453,3 +453,17 @@ def test_pytorch_is_the_median_of_several_fresh_processes():
     assert TORCH_PROCESSES == 3
     assert seen == [80.0, 63.8, 67.9] and median == 67.9
     assert calls == [("resnet18", 1, 30)] * 3
+
+
+def test_a_host_that_changed_speed_during_a_search_is_named():
+    from bench.tuning_matrix import host_drift
+
+    cells = [{"network": "net", "variant": "a", "seed": 0, "torch_ms": 90.0,
+              "torch_ms_before": 65.0},
+             {"network": "net", "variant": "b", "seed": 0, "torch_ms": 66.0,
+              "torch_ms_before": 65.0},
+             {"network": "net", "variant": "c", "seed": 1, "torch_ms": 90.0}]  # older cell
+    lines = host_drift(cells)
+    assert lines[0].endswith("2 cells; 1 more than 10% apart:")
+    assert lines[1:] == ["- net a s0: 65.00 ms before, 90.00 after"]
+    assert host_drift(cells[1:])[0].endswith("1 cells; 0 more than 10% apart.")
