@@ -868,12 +868,19 @@ def both_timings_ms(cell: dict[str, Any]) -> float:
 def timing_disagreements(cells: list[dict[str, Any]]) -> list[str]:
     """A line per cell whose second timing of the tuned network (after PyTorch, in a fresh
     worker; cells since 2026-11-24) is more than RETIME_GAP away from its first."""
-    timed = [c for c in cells if c.get("tuned_ms_again")]
-    far = [c for c in timed if abs(c["tuned_ms_again"] / c["tuned_ms"] - 1) > RETIME_GAP]
-    head = (f"Timed twice (the tuned network again after PyTorch): {len(timed)} cells; "
-            f"{len(far)} more than {RETIME_GAP:.0%} apart" + (":" if far else "."))
-    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: {c['tuned_ms']:.2f} ms, "
-                    f"then {c['tuned_ms_again']:.2f}" for c in far)]
+    return readings_apart(cells, "tuned_ms", "tuned_ms_again",
+                          "Timed twice (the tuned network again after PyTorch)")
+
+
+def readings_apart(cells: list[dict[str, Any]], first: str, then: str, title: str) -> list[str]:
+    """A head line (how many cells have both readings `first` and `then`, how many of them
+    differ by more than RETIME_GAP) and a line per such cell."""
+    timed = [c for c in cells if c.get(first) and c.get(then)]
+    far = [c for c in timed if abs(c[then] / c[first] - 1) > RETIME_GAP]
+    head = (f"{title}: {len(timed)} cells; {len(far)} more than {RETIME_GAP:.0%} apart"
+            + (":" if far else "."))
+    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: {c[first]:.2f} ms, "
+                    f"then {c[then]:.2f}" for c in far)]
 
 
 def network_torch_ms(cells: list[dict[str, Any]]) -> dict[str, float]:
@@ -901,12 +908,8 @@ def host_drift(cells: list[dict[str, Any]]) -> list[str]:
     """A line per cell whose PyTorch reading before its search and after it differ by more
     than RETIME_GAP: the host changed speed while it searched, and its estimates and search
     time with it (cells from before 2026-12-03 have no reading before and are left out)."""
-    timed = [c for c in cells if c.get("torch_ms_before")]
-    far = [c for c in timed if abs(c["torch_ms"] / c["torch_ms_before"] - 1) > RETIME_GAP]
-    head = (f"PyTorch timed before and after the search (the host's speed): {len(timed)} "
-            f"cells; {len(far)} more than {RETIME_GAP:.0%} apart" + (":" if far else "."))
-    return [head, *(f"- {c['network']} {c['variant']} s{c['seed']}: {c['torch_ms_before']:.2f} "
-                    f"ms before, {c['torch_ms']:.2f} after" for c in far)]
+    return readings_apart(cells, "torch_ms_before", "torch_ms",
+                          "PyTorch timed before and after the search (the host's speed)")
 
 
 def plot(cells: list[dict[str, Any]], path: Path) -> None:

@@ -465,5 +465,5 @@ def test_a_host_that_changed_speed_during_a_search_is_named():
              {"network": "net", "variant": "c", "seed": 1, "torch_ms": 90.0}]  # older cell
     lines = host_drift(cells)
     assert lines[0].endswith("2 cells; 1 more than 10% apart:")
-    assert lines[1:] == ["- net a s0: 65.00 ms before, 90.00 after"]
+    assert lines[1:] == ["- net a s0: 65.00 ms, then 90.00"]
     assert host_drift(cells[1:])[0].endswith("1 cells; 0 more than 10% apart.")
