@@ -112,7 +112,7 @@ folded) in every variant. Every cell tunes every task (flops share 1.0: the zero
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
 compiles with the best schedules found and times the network end to end (median of 20), and
 times PyTorch eager on the same input and thread count (median of 30), in a fresh process,
-three times, keeping the median (cells before 2026-12-03 03:00: one process). It times PyTorch
+three times, keeping the median (cells without torch_ms_readings: one process). It times PyTorch
 so before the search too: the report names cells during which the host changed speed.
 Before each of these two timings it waits (up to 15 minutes) until the CPUs outside its affinity
 are quiet, and it records how busy they were (bench/cpu_contention.py): on this 2-vCPU machine
@@ -508,7 +508,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
             "measured": result.held.measured, "hold_s": round(result.held.hold_s, 1)},
         "scheduler": settings["scheduler"],  # cells before 2026-11-27 21:00: gradient (or instant)
         "graph": graph,
-        # before 2026-11-23 22:30: in the bench's process; before 2026-12-03 03:00: one process
+        # before 2026-11-23 22:30: in the bench's process; no torch_ms_readings: one process
         "torch_timing": f"median of {TORCH_PROCESSES} fresh processes",
         "trials": result.trials, "errors": result.errors, "stop_reason": result.stop_reason,
         "search_s": round(result.search_s, 1), "measure_s": round(result.measure_s, 1),
