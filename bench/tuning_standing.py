@@ -1,0 +1,127 @@
+"""Where the default learned search stands against issue 15's targets: a row per CPU and network,
+pooled over the tuning-matrix report folders given.
+
+    .venv/bin/python bench/tuning_standing.py docs/tuning-matrix/FOLDER [FOLDER ...] \
+        [--target 5] [--markdown]
+
+Each folder's cells are grouped by the hardware profile they ran on and the network; a group
+pools the cells of the default learned search (`warm-focus-pop4-w128-online` on the graph the
+cells tuned) and of its MetaSchedule XGB baseline over every folder that has them, as
+bench/pooled_baselines.py does for one network. A row gives:
+  - the search-time speedup of each learned cell against the median final estimate of all the
+    group's XGB runs (the rule the closing notes use: one XGB run's final moves a lot from run
+    to run), and against the XGB run of the cell's own seed and folder;
+  - how many learned cells reached the target;
+  - the tuned networks' end-to-end milliseconds (the median over cells; a cell timed twice
+    counts the mean of its two timings) and PyTorch eager's at the same thread count (the median
+    of every cell's reading, since one reading moves with the host), and their ratio.
+Pass the folders whose protocol you want to compare (the docs name them); the rows say nothing
+about cells they do not read. Reads only the cells' JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.pooled_baselines import default_variant, pooled_rows  # noqa: E402
+from bench.tuning_matrix import baseline_of  # noqa: E402
+from storage.reports import format_table, markdown_table  # noqa: E402
+
+HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
+          "speedup vs XGB's median final", "own-seed pairs", "never",
+          "at the target or more", "tuned ms learned / XGB", "PyTorch ms",
+          "learned vs PyTorch (x faster)"]
+
+
+def folder_cells(folder: Path) -> list[dict[str, Any]]:
+    """Every cell of one report folder; a clear error where it holds none."""
+    paths = sorted((folder / "cells").glob("*.json"))
+    if not paths:
+        raise SystemExit(f"{folder}: no cells in {folder / 'cells'}: pass a tuning-matrix "
+                         "report folder (bench/tuning_matrix.py --out)")
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def grouped(folders: list[Path]) -> dict[tuple[str, str], list[list[dict[str, Any]]]]:
+    """(hardware profile, network) -> one list of cells per folder that has cells of it."""
+    groups: dict[tuple[str, str], list[list[dict[str, Any]]]] = defaultdict(list)
+    for folder in folders:
+        by_key: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for c in folder_cells(folder):
+            by_key[(c["hardware"], c["network"])].append(c)
+        for key, cells in by_key.items():
+            groups[key].append(cells)
+    return groups
+
+
+def tuned_ms(cell: dict[str, Any]) -> float | None:
+    """The cell's end-to-end time: the mean of its two timings where it was timed twice."""
+    readings = [cell[k] for k in ("tuned_ms", "tuned_ms_again") if cell.get(k) is not None]
+    return statistics.fmean(readings) if readings else None
+
+
+def median_of(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]],
+                 target: float) -> tuple | None:
+    """The row of one group; None where its folders hold no default learned search with an XGB
+    baseline (a folder of other experiments)."""
+    try:
+        variant = default_variant(reports)
+    except SystemExit:
+        return None
+    present = {c["variant"] for cells in reports for c in cells}
+    baseline = baseline_of(variant, present)
+    if baseline not in present:
+        return None
+    # a folder of other experiments on the same CPU and network adds nothing to the row
+    reports = [cells for cells in reports if {c["variant"] for c in cells} & {variant, baseline}]
+    own, pooled, _ = pooled_rows(reports, variant, target)
+    cells = [c for cells in reports for c in cells]
+    learned = [c for c in cells if c["variant"] == variant]
+    xgb = [c for c in cells if c["variant"] == baseline and c["curve"]]
+    learned_ms = median_of([tuned_ms(c) for c in learned])
+    xgb_ms = median_of([tuned_ms(c) for c in xgb])
+    torch_ms = median_of([c.get("torch_ms") for c in learned + xgb])
+    return (hardware, network, len(reports), f"{len(learned)} / {len(xgb)}", pooled[2], own[2],
+            pooled[3], pooled[4], f"{fmt(learned_ms)} / {fmt(xgb_ms)}", fmt(torch_ms),
+            "-" if None in (learned_ms, torch_ms) else f"{torch_ms / learned_ms:.2f}")
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def standing_rows(folders: list[Path], target: float) -> list[tuple]:
+    rows = [standing_row(hardware, network, reports, target)
+            for (hardware, network), reports in grouped(folders).items()]
+    return sorted((r for r in rows if r is not None), key=lambda r: (r[1], r[0]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", help="tuning-matrix report folders")
+    parser.add_argument("--target", type=float, default=5.0,
+                        help="count the speedups at this or more (issue 15's target: 5)")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    rows = standing_rows([Path(f) for f in args.folders], args.target)
+    if not rows:
+        raise SystemExit("none of these folders holds the default learned search "
+                         "(warm-focus-pop4-w128-online[-GRAPH]) beside an XGB baseline")
+    print((markdown_table if args.markdown else format_table)(HEADER, rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""bench/tuning_standing.py: a row per CPU and network over several report folders, on made-up
+cells whose ratios are worked out by hand."""
+
+import json
+
+import pytest
+
+from bench.tuning_standing import main, standing_rows
+
+LEARNED = "warm-focus-pop4-w128-online-nchw16c"
+XGB = "ms-xgb-nchw16c"
+
+
+def cell(variant, seed, curve, hardware="cpu-a-1t", network="net", tuned=None, again=None,
+         torch=None):
+    return {"network": network, "variant": variant, "seed": seed, "curve": curve,
+            "trials_budget": 100, "hardware": hardware, "tuned_ms": tuned,
+            "tuned_ms_again": again, "torch_ms": torch}
+
+
+def write(folder, cells):
+    (folder / "cells").mkdir(parents=True)
+    for c in cells:
+        name = f"{c['network']}-{c['variant']}-s{c['seed']}-{c['hardware']}.json"
+        (folder / "cells" / name).write_text(json.dumps(c))
+    return folder
+
+
+def test_folders_of_one_cpu_pool_and_other_cpus_get_their_own_row(tmp_path):
+    # CPU a, folder 1: XGB ends at 5 ms after 1000 s, the learned cell is there at 200 s
+    one = write(tmp_path / "one", [
+        cell(XGB, 0, [[10, 100.0, 9.0], [100, 1000.0, 5.0]], tuned=10.0, torch=30.0),
+        cell(LEARNED, 0, [[10, 50.0, 6.0], [20, 200.0, 5.0]], tuned=8.0, again=10.0,
+             torch=20.0),
+        # CPU b in the same folder: XGB at 4 ms after 400 s, learned never below 8 ms
+        cell(XGB, 0, [[100, 400.0, 4.0]], hardware="cpu-b-1t", tuned=4.0, torch=8.0),
+        cell(LEARNED, 0, [[10, 10.0, 8.0]], hardware="cpu-b-1t", tuned=9.0, torch=8.0)])
+    # CPU a, folder 2: XGB ends at 6 ms after 500 s; the learned cell is at 6 ms at 100 s
+    two = write(tmp_path / "two", [
+        cell(XGB, 0, [[10, 100.0, 9.0], [100, 500.0, 6.0]], tuned=12.0, torch=40.0),
+        cell(LEARNED, 0, [[10, 100.0, 6.0], [20, 300.0, 5.0]], tuned=7.0, torch=25.0)])
+    a, b = standing_rows([one, two], target=5.0)
+    # the pooled rule as in bench/pooled_baselines.py: median final 6 ms reached by XGB in a
+    # median 500 s; learned cells at 50 s (10x) and 100 s (5x); own pairs 5x and 5x. Tuned:
+    # learned cells 9 (the mean of 8 and 10) and 7 -> 8; XGB 10 and 12 -> 11; PyTorch the
+    # median of 30, 20, 40, 25 -> 27.5, so 27.5 / 8 = 3.44x
+    assert a == ("cpu-a-1t", "net", 2, "2 / 2", "7.50 (5.00-10.00)", "5.00 (5.00-5.00)", 0,
+                 "2 of 2", "8.00 / 11.00", "27.50", "3.44")
+    assert b[:4] == ("cpu-b-1t", "net", 1, "1 / 1")
+    assert (b[4], b[6], b[7], b[10]) == ("-", 1, "0 of 1", "0.89")
+
+
+def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refused(tmp_path,
+                                                                                  capsys):
+    other = write(tmp_path / "other", [cell("ms-xgb", 0, [[10, 10.0, 4.0]]),
+                                       cell("learned", 0, [[10, 10.0, 4.0]])])
+    with pytest.raises(SystemExit, match="none of these folders holds the default"):
+        main([str(other)])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="no cells in"):
+        main([str(tmp_path / "empty")])
+    ok = write(tmp_path / "ok", [cell(XGB, 0, [[100, 400.0, 4.0]]),
+                                 cell(LEARNED, 0, [[10, 100.0, 4.0]])])
+    main(["--markdown", str(other), str(ok)])
+    assert "| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | - / - | - | - |" in (
+        capsys.readouterr().out)
