@@ -635,6 +635,21 @@ def pair_speedup(cell: dict[str, Any], base: dict[str, Any],
             (base_wall / max(got[1], 1e-9), base_trials / max(got[0], 1)))
 
 
+def curve_speedup(cell: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """The median, over the points where `base`'s estimate improved within its budget, of
+    `base`'s seconds to that estimate / `cell`'s (0 where `cell` never got there); None where
+    `base` has no estimate. `pair_speedup` asks only about `base`'s last point, a race to its
+    last few percent that one quick or slow run decides; this asks all along its curve."""
+    # the curve's closing point repeats its best estimate at the last trial: not an improvement
+    points = [p for i, p in enumerate(base["curve"]) if p[0] <= base["trials_budget"]
+              and (i == 0 or p[2] < base["curve"][i - 1][2])]
+    ratios = []
+    for _, seconds, estimate in points:
+        got = reach(cell["curve"], estimate)
+        ratios.append(0.0 if got is None else seconds / max(got[1], 1e-9))
+    return statistics.median(ratios) if ratios else None
+
+
 def speedups(cells: list[dict[str, Any]], slack: float = 1.0) -> dict[tuple, tuple]:
     """(network, variant, seed) -> `pair_speedup` against the variant's baseline
     (`baseline_of`) of the same seed, to its final estimate x `slack` (1.1: within 10% of

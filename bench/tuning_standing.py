@@ -12,6 +12,10 @@ bench/pooled_baselines.py does for one network. A row gives:
     group's XGB runs (the rule the closing notes use: one XGB run's final moves a lot from run
     to run), and against the XGB run of the cell's own seed and folder;
   - how many learned cells reached the target;
+  - the speedup all along the XGB run's curve (bench/tuning_matrix.py, `curve_speedup`): at
+    each point where XGB's estimate improved, its seconds to that estimate / the learned
+    cell's, the median over the points, against the run of the cell's own seed. The first two
+    ask only about XGB's last point, which one quick or slow run decides;
   - the tuned networks' end-to-end milliseconds (the median over cells; a cell timed twice
     counts the mean of its two timings) and PyTorch eager's at the same thread count (the median
     of every cell's reading, since one reading moves with the host), and their ratio.
@@ -31,14 +35,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._data import spread  # noqa: E402
 from bench.pooled_baselines import default_variant, pooled_rows  # noqa: E402
-from bench.tuning_matrix import baseline_of  # noqa: E402
+from bench.tuning_matrix import baseline_of, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
 HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
           "speedup vs XGB's median final", "own-seed pairs", "never",
-          "at the target or more", "tuned ms learned / XGB", "PyTorch ms",
-          "learned vs PyTorch (x faster)"]
+          "at the target or more", "along XGB's curve (own seed)", "tuned ms learned / XGB",
+          "PyTorch ms", "learned vs PyTorch (x faster)"]
 
 
 def folder_cells(folder: Path) -> list[dict[str, Any]]:
@@ -94,9 +99,25 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     learned_ms = median_of([tuned_ms(c) for c in learned])
     xgb_ms = median_of([tuned_ms(c) for c in xgb])
     torch_ms = median_of([c.get("torch_ms") for c in learned + xgb])
+    along = along_curve(reports, variant, baseline)
     return (hardware, network, len(reports), f"{len(learned)} / {len(xgb)}", pooled[2], own[2],
-            pooled[3], pooled[4], f"{fmt(learned_ms)} / {fmt(xgb_ms)}", fmt(torch_ms),
+            pooled[3], pooled[4], spread(along), f"{fmt(learned_ms)} / {fmt(xgb_ms)}",
+            fmt(torch_ms),
             "-" if None in (learned_ms, torch_ms) else f"{torch_ms / learned_ms:.2f}")
+
+
+def along_curve(reports: list[list[dict[str, Any]]], variant: str,
+                baseline: str) -> list[float]:
+    """`curve_speedup` of each learned cell against the XGB run of its own seed and folder."""
+    out = []
+    for cells in reports:
+        bases = {c["seed"]: c for c in cells if c["variant"] == baseline and c["curve"]}
+        for c in cells:
+            ratio = (curve_speedup(c, bases[c["seed"]])
+                     if c["variant"] == variant and c["seed"] in bases else None)
+            if ratio is not None:
+                out.append(ratio)
+    return out
 
 
 def fmt(value: float | None) -> str:

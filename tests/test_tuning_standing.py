@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from bench.tuning_matrix import curve_speedup
 from bench.tuning_standing import main, standing_rows
 
 LEARNED = "warm-focus-pop4-w128-online-nchw16c"
@@ -43,11 +44,14 @@ def test_folders_of_one_cpu_pool_and_other_cpus_get_their_own_row(tmp_path):
     # the pooled rule as in bench/pooled_baselines.py: median final 6 ms reached by XGB in a
     # median 500 s; learned cells at 50 s (10x) and 100 s (5x); own pairs 5x and 5x. Tuned:
     # learned cells 9 (the mean of 8 and 10) and 7 -> 8; XGB 10 and 12 -> 11; PyTorch the
-    # median of 30, 20, 40, 25 -> 27.5, so 27.5 / 8 = 3.44x
+    # median of 30, 20, 40, 25 -> 27.5, so 27.5 / 8 = 3.44x. Along XGB's curves: folder one,
+    # 9 ms at 100 s (learned 50 s: 2x) and 5 ms at 1000 s (200 s: 5x) -> 3.5; folder two,
+    # 9 ms at 100 s (100 s: 1x) and 6 ms at 500 s (100 s: 5x) -> 3
     assert a == ("cpu-a-1t", "net", 2, "2 / 2", "7.50 (5.00-10.00)", "5.00 (5.00-5.00)", 0,
-                 "2 of 2", "8.00 / 11.00", "27.50", "3.44")
+                 "2 of 2", "3.25 (3.00-3.50)", "8.00 / 11.00", "27.50", "3.44")
     assert b[:4] == ("cpu-b-1t", "net", 1, "1 / 1")
-    assert (b[4], b[6], b[7], b[10]) == ("-", 1, "0 of 1", "0.89")
+    # CPU b's learned cell never gets to XGB's only point: 0 along the curve
+    assert (b[4], b[6], b[7], b[8], b[11]) == ("-", 1, "0 of 1", "0.00", "0.89")
 
 
 def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refused(tmp_path,
@@ -62,5 +66,16 @@ def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refuse
     ok = write(tmp_path / "ok", [cell(XGB, 0, [[100, 400.0, 4.0]]),
                                  cell(LEARNED, 0, [[10, 100.0, 4.0]])])
     main(["--markdown", str(other), str(ok)])
-    assert "| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | - / - | - | - |" in (
+    assert ("| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | 4.00 | - / - | - "
+            "| - |") in (
         capsys.readouterr().out)
+
+
+def test_the_speedup_along_the_curve_asks_at_every_improvement_within_the_budget():
+    base = {"curve": [[10, 100.0, 9.0], [50, 300.0, 7.0], [100, 1000.0, 5.0],
+                      [120, 1100.0, 5.0], [150, 2000.0, 4.0]], "trials_budget": 120}
+    # 9 ms: 100 / 50 = 2; 7 ms: 300 / 150 = 2; 5 ms: never -> 0. The repeated 5 ms (the closing
+    # point) and the 4 ms past the budget are left out: median of 2, 2, 0 = 2
+    cell = {"curve": [[10, 50.0, 8.0], [30, 150.0, 6.0]]}
+    assert curve_speedup(cell, base) == 2.0
+    assert curve_speedup(cell, {"curve": [], "trials_budget": 100}) is None
