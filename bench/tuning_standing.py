@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import spread  # noqa: E402
-from bench.pooled_baselines import default_variant, pooled_rows  # noqa: E402
-from bench.tuning_matrix import baseline_of, curve_speedup  # noqa: E402
+from bench.pooled_baselines import DEFAULT_SEARCH, default_variant, pooled_rows  # noqa: E402
+from bench.tuning_matrix import LAYOUT_VARIANTS, baseline_of, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
 HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
@@ -81,12 +81,12 @@ def median_of(values: list[float | None]) -> float | None:
 def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]],
                  target: float) -> tuple | None:
     """The row of one group; None where its folders hold no default learned search with an XGB
-    baseline (a folder of other experiments)."""
-    try:
-        variant = default_variant(reports)
-    except SystemExit:
-        return None
+    baseline (a folder of other experiments); a one-line error where they hold it on two
+    graphs (pass those folders apart)."""
     present = {c["variant"] for cells in reports for c in cells}
+    if not present & {DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)}:
+        return None
+    variant = default_variant(reports)
     baseline = baseline_of(variant, present)
     if baseline not in present:
         return None

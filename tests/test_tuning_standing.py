@@ -66,6 +66,10 @@ def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refuse
     ok = write(tmp_path / "ok", [cell(XGB, 0, [[100, 400.0, 4.0]]),
                                  cell(LEARNED, 0, [[10, 100.0, 4.0]])])
     main(["--markdown", str(other), str(ok)])
+    two = write(tmp_path / "two", [cell(LEARNED, 0, [[10, 100.0, 4.0]]),
+                                   cell("warm-focus-pop4-w128-online-nchw8c", 0, [[10, 9.0, 4.0]])])
+    with pytest.raises(SystemExit, match="more than one"):
+        main([str(two)])
     assert ("| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | 4.00 | - / - | - "
             "| - |") in (
         capsys.readouterr().out)
