@@ -48,6 +48,7 @@ from storage.reports import format_table, markdown_table  # noqa: E402
 # the default learned search; its cells carry their graph's suffix (-nchw8c on AVX2, -nchw16c on
 # AVX-512), so the folders' own cells say which one to pool
 DEFAULT_SEARCH = "warm-focus-pop4-w128-online"
+DEFAULT_SEARCHES = frozenset({DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)})
 HEADER = ["search-time speedups", "ratios", "median (min-max)", "never", "at the target or more"]
 
 
@@ -64,7 +65,7 @@ def default_variant(reports: list[list[dict[str, Any]]]) -> str:
     """The default learned search on whichever graph the reports' cells tuned; a one-line
     error where they hold none of it, or it on several graphs."""
     present = {c["variant"] for cells in reports for c in cells}
-    found = sorted(present & {DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)})
+    found = sorted(present & DEFAULT_SEARCHES)
     if len(found) != 1:
         raise SystemExit(f"{'no' if not found else 'more than one'} cell variant of the default "
                          f"learned search ({', '.join(found) or DEFAULT_SEARCH + '[-GRAPH]'}): "

@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import spread  # noqa: E402
-from bench.pooled_baselines import DEFAULT_SEARCH, default_variant, pooled_rows  # noqa: E402
-from bench.tuning_matrix import LAYOUT_VARIANTS, baseline_of, curve_speedup  # noqa: E402
+from bench.pooled_baselines import DEFAULT_SEARCHES, default_variant, pooled_rows  # noqa: E402
+from bench.tuning_matrix import baseline_of, both_timings_ms, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
 HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
@@ -68,9 +68,9 @@ def grouped(folders: list[Path]) -> dict[tuple[str, str], list[list[dict[str, An
 
 
 def tuned_ms(cell: dict[str, Any]) -> float | None:
-    """The cell's end-to-end time: the mean of its two timings where it was timed twice."""
-    readings = [cell[k] for k in ("tuned_ms", "tuned_ms_again") if cell.get(k) is not None]
-    return statistics.fmean(readings) if readings else None
+    """The cell's end-to-end time as the matrix's report takes it (`both_timings_ms`: the mean
+    of its two timings where it was timed twice); None for a cell without one."""
+    return None if cell.get("tuned_ms") is None else both_timings_ms(cell)
 
 
 def median_of(values: list[float | None]) -> float | None:
@@ -84,7 +84,7 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     baseline (a folder of other experiments); a one-line error where they hold it on two
     graphs (pass those folders apart)."""
     present = {c["variant"] for cells in reports for c in cells}
-    if not present & {DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)}:
+    if not present & DEFAULT_SEARCHES:
         return None
     variant = default_variant(reports)
     baseline = baseline_of(variant, present)
