@@ -133,7 +133,9 @@ and writes the medians and spreads over seeds to OUT/README.md, with the curves 
 Search-time speedup of a variant, per network and seed: the wall time the baseline took to
 reach its best estimated latency within the trial budget / the time the variant took to reach
 that same latency ("never" when it did not). The estimate is the sum over tasks of occurrences
-x best measured task latency (cold cache), what MetaSchedule's scheduler optimizes.
+x best measured task latency (cold cache), what MetaSchedule's scheduler optimizes. The report
+also tables each cell's best estimate at equal search seconds, seed by seed: how far apart the
+searches are all along, not only at the baseline's last point.
 """
 
 from __future__ import annotations
@@ -246,6 +248,13 @@ def reach(points: list[list[float]], latency_ms: float) -> tuple[int, float] | N
 def best_within(points: list[list[float]], trials: int) -> float | None:
     """Best estimated latency (ms) within the first `trials` trials."""
     inside = [est for t, _, est in points if t <= trials]
+    return min(inside) if inside else None
+
+
+def best_by_seconds(points: list[list[float]], seconds: float) -> float | None:
+    """Best estimated latency (ms) within the first `seconds` of the search (None: no
+    estimate yet, the first pass over the tasks was not done)."""
+    inside = [est for _, wall, est in points if wall <= seconds]
     return min(inside) if inside else None
 
 
@@ -858,7 +867,8 @@ def report(args: argparse.Namespace) -> None:
         "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
     lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median),
-              "", *host_drift(cells), "", *busy_searches(cells)]
+              "", *host_drift(cells), "", *busy_searches(cells), "",
+              *estimates_at_lines(cells)]
     db = args.db or str(Path(args.work) / "seed.duckdb")
     if Path(db).exists():
         lines += ["", "The learned model held out whole networks, not their layers:", "",
@@ -925,6 +935,43 @@ def host_drift(cells: list[dict[str, Any]]) -> list[str]:
     time with it (cells from before 2026-12-03 have no reading before and are left out)."""
     return readings_apart(cells, "torch_ms_before", "torch_ms",
                           "PyTorch timed before and after the search (the host's speed)")
+
+
+SECONDS_STEPS = (50, 100, 200, 250, 500, 1000, 2000, 5000)  # the equal-seconds table's
+SECONDS_COLUMNS = 8                                            # step and widest grid
+
+
+def seconds_grid(cells: list[dict[str, Any]]) -> list[int]:
+    """Search seconds for the equal-seconds table: the first of SECONDS_STEPS that spans the
+    longest curve in at most SECONDS_COLUMNS columns, up to the first column past its end."""
+    longest = max(c["curve"][-1][1] for c in cells)
+    step = next((s for s in SECONDS_STEPS if longest / s <= SECONDS_COLUMNS), SECONDS_STEPS[-1])
+    return list(range(step, int(longest) + step, step))[:SECONDS_COLUMNS]
+
+
+def estimates_at_lines(cells: list[dict[str, Any]]) -> list[str]:
+    """Each cell's best estimate within its trial budget at equal search seconds, the seeds'
+    variants side by side. The speedup columns race to the baseline's last estimate, which one quick or slow run (or
+    host phase) decides; this says how far apart the searches were all along (sessions 83-84
+    wrote it by hand for the 105 MiB Xeon)."""
+    with_curve = [c for c in cells if c["curve"]]
+    if not with_curve:
+        return []
+    grid = seconds_grid(with_curve)
+    headers = ["seed", "network", "variant", *(f"{s} s" for s in grid)]
+    order = sorted(with_curve,
+                   key=lambda c: (c["network"], c["seed"], VARIANTS.index(c["variant"])))
+    lines = ["Each cell's best estimate (ms, within its trial budget) by the search seconds "
+             "heading the column ('-': no estimate yet, the first pass over the tasks was not "
+             "done):", "",
+             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for c in order:
+        # within the trial budget, as every final above (the last batch may overshoot it)
+        budget = [p for p in c["curve"] if p[0] <= c["trials_budget"]]
+        at = (best_by_seconds(budget, s) for s in grid)
+        lines.append("| " + " | ".join([str(c["seed"]), c["network"], c["variant"],
+                                        *("-" if v is None else f"{v:.2f}" for v in at)]) + " |")
+    return lines
 
 
 def plot(cells: list[dict[str, Any]], path: Path) -> None:

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from bench.tuning_matrix import (
+    best_by_seconds,
     best_within,
+    estimates_at_lines,
     git_commit,
     pooled_speedups,
     reach,
+    seconds_grid,
     shared_tasks,
     speedups,
     step_curve,
@@ -33,6 +36,27 @@ def test_the_step_curve_keeps_improvements_and_the_last_point():
     assert curve == [[2, 2.0, 10.0], [4, 4.0, 8.0], [5, 5.0, 8.0]]
     assert reach(curve, 9.0) == (4, 4.0) and reach(curve, 7.0) is None
     assert best_within(curve, 3) == 10.0 and best_within(curve, 1) is None
+
+
+def test_equal_seconds_take_each_cells_best_estimate_by_then_side_by_side():
+    curve = [[10, 100.0, 9.0], [60, 600.0, 5.0], [120, 1200.0, 4.0]]
+    assert best_by_seconds(curve, 99.0) is None
+    assert best_by_seconds(curve, 600.0) == 5.0 and best_by_seconds(curve, 5000.0) == 4.0
+    # the longest curve (1,900 s) in at most 8 columns: 250 s apart, one past its end
+    # a last batch past the trial budget is not shown
+    base = cell("ms-xgb", 0, curve + [[991, 1873.0, 3.5], [1005, 1900.0, 3.0]], trials_budget=1000)
+    fast = cell("learned", 0, [[10, 80.0, 6.0], [20, 300.0, 4.5]])
+    assert seconds_grid([base, fast]) == [250, 500, 750, 1000, 1250, 1500, 1750, 2000]
+    assert seconds_grid([fast]) == [50, 100, 150, 200, 250, 300]
+    blank = {**cell("instant", 0, [[1, 1.0, 1.0]]), "curve": []}  # no curve: left out
+    lines = estimates_at_lines([fast, base, blank])
+    rows = [line for line in lines if line.startswith("| 0 | net |")]
+    assert rows == [
+        "| 0 | net | ms-xgb | 9.00 | 9.00 | 5.00 | 5.00 | 4.00 | 4.00 | 4.00 | 3.50 |",
+        "| 0 | net | learned | 6.00 | 4.50 | 4.50 | 4.50 | 4.50 | 4.50 | 4.50 | 4.50 |"]
+    assert lines[2] == "| seed | network | variant | " + " | ".join(
+        f"{s} s" for s in range(250, 2001, 250)) + " |"
+    assert estimates_at_lines([blank]) == []
 
 
 def cell(variant, seed, curve, **extra):
@@ -105,6 +129,7 @@ def test_the_report_writes_the_table_and_refuses_an_empty_folder(tmp_path):
                        "instant-share-nchw8c": "15.00", "lean-nchw8c": "6.00",
                        "instant-share-nchw16c": "15.00"}  # no ms-xgb-nchw16c: against NCHW
     assert (tmp_path / "curves.png").stat().st_size > 0
+    assert "| 0 | net | learned | 6.00 | 5.00 |" in table  # its estimates at 50 and 100 s
     # another CPU's matrix without the NCHW baseline: its ms-xgb-nchw8c has nothing to beat
     for name in ("ms-xgb", "learned"):
         (cells / f"net-{name}-s0.json").unlink()
