@@ -951,9 +951,9 @@ def seconds_grid(cells: list[dict[str, Any]]) -> list[int]:
 
 def estimates_at_lines(cells: list[dict[str, Any]]) -> list[str]:
     """Each cell's best estimate within its trial budget at equal search seconds, the seeds'
-    variants side by side. The speedup columns race to the baseline's last estimate, which one quick or slow run (or
-    host phase) decides; this says how far apart the searches were all along (sessions 83-84
-    wrote it by hand for the 105 MiB Xeon)."""
+    variants side by side. The speedup columns race to the baseline's last estimate, which one
+    quick or slow run (or host phase) decides; this says how far apart the searches were all
+    along (sessions 83-84 wrote it by hand for the 105 MiB Xeon)."""
     with_curve = [c for c in cells if c["curve"]]
     if not with_curve:
         return []
