@@ -245,16 +245,11 @@ def reach(points: list[list[float]], latency_ms: float) -> tuple[int, float] | N
     return None
 
 
-def best_within(points: list[list[float]], trials: int) -> float | None:
-    """Best estimated latency (ms) within the first `trials` trials."""
-    inside = [est for t, _, est in points if t <= trials]
-    return min(inside) if inside else None
-
-
-def best_by_seconds(points: list[list[float]], seconds: float) -> float | None:
-    """Best estimated latency (ms) within the first `seconds` of the search (None: no
-    estimate yet, the first pass over the tasks was not done)."""
-    inside = [est for _, wall, est in points if wall <= seconds]
+def best_within(points: list[list[float]], trials: int,
+                seconds: float = math.inf) -> float | None:
+    """Best estimated latency (ms) within the first `trials` trials and `seconds` of the
+    search (None: no estimate by then, the first pass over the tasks was not done)."""
+    inside = [est for t, wall, est in points if t <= trials and wall <= seconds]
     return min(inside) if inside else None
 
 
@@ -778,7 +773,7 @@ def busy_searches(cells: list[dict[str, Any]]) -> list[str]:
 
 
 def report(args: argparse.Namespace) -> None:
-    from storage.reports import format_table
+    from storage.reports import format_table, markdown_table
 
     out = Path(args.out)
     cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
@@ -863,9 +858,7 @@ def report(args: argparse.Namespace) -> None:
         "(delete its file). n/a: a cell from before this was recorded.",
         "The last two columns take the mean of a cell's two timings of its tuned network (each",
         "in a fresh process, which alone can run 10% slow or fast), or its one where it has one.",
-        "",
-        "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+        "", *markdown_table(headers, rows).splitlines()]
     lines += ["", *timing_disagreements(cells), "", *torch_outliers(cells, torch_median),
               "", *host_drift(cells), "", *busy_searches(cells), "",
               *estimates_at_lines(cells)]
@@ -954,6 +947,8 @@ def estimates_at_lines(cells: list[dict[str, Any]]) -> list[str]:
     variants side by side. The speedup columns race to the baseline's last estimate, which one
     quick or slow run (or host phase) decides; this says how far apart the searches were all
     along (sessions 83-84 wrote it by hand for the 105 MiB Xeon)."""
+    from storage.reports import markdown_table
+
     with_curve = [c for c in cells if c["curve"]]
     if not with_curve:
         return []
@@ -961,17 +956,16 @@ def estimates_at_lines(cells: list[dict[str, Any]]) -> list[str]:
     headers = ["seed", "network", "variant", *(f"{s} s" for s in grid)]
     order = sorted(with_curve,
                    key=lambda c: (c["network"], c["seed"], VARIANTS.index(c["variant"])))
-    lines = ["Each cell's best estimate (ms, within its trial budget) by the search seconds "
-             "heading the column ('-': no estimate yet, the first pass over the tasks was not "
-             "done):", "",
-             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for c in order:
+
+    def at(cell: dict[str, Any], seconds: int) -> str:
         # within the trial budget, as every final above (the last batch may overshoot it)
-        budget = [p for p in c["curve"] if p[0] <= c["trials_budget"]]
-        at = (best_by_seconds(budget, s) for s in grid)
-        lines.append("| " + " | ".join([str(c["seed"]), c["network"], c["variant"],
-                                        *("-" if v is None else f"{v:.2f}" for v in at)]) + " |")
-    return lines
+        best = best_within(cell["curve"], cell["trials_budget"], seconds)
+        return "-" if best is None else f"{best:.2f}"
+
+    rows = [(c["seed"], c["network"], c["variant"], *(at(c, s) for s in grid)) for c in order]
+    return ["Each cell's best estimate (ms, within its trial budget) by the search seconds "
+            "heading the column ('-': no estimate yet, the first pass over the tasks was not "
+            "done):", "", *markdown_table(headers, rows).splitlines()]
 
 
 def plot(cells: list[dict[str, Any]], path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from bench.tuning_matrix import (
-    best_by_seconds,
     best_within,
     estimates_at_lines,
     git_commit,
@@ -40,8 +39,9 @@ def test_the_step_curve_keeps_improvements_and_the_last_point():
 
 def test_equal_seconds_take_each_cells_best_estimate_by_then_side_by_side():
     curve = [[10, 100.0, 9.0], [60, 600.0, 5.0], [120, 1200.0, 4.0]]
-    assert best_by_seconds(curve, 99.0) is None
-    assert best_by_seconds(curve, 600.0) == 5.0 and best_by_seconds(curve, 5000.0) == 4.0
+    assert best_within(curve, 1000, seconds=99.0) is None
+    assert best_within(curve, 1000, seconds=600.0) == 5.0
+    assert best_within(curve, 1000, seconds=5000.0) == 4.0 and best_within(curve, 60, 5000.0) == 5.0
     # the longest curve (1,900 s) in at most 8 columns: 250 s apart, one past its end
     # a last batch past the trial budget is not shown
     base = cell("ms-xgb", 0, curve + [[991, 1873.0, 3.5], [1005, 1900.0, 3.0]], trials_budget=1000)
