@@ -61,10 +61,15 @@ def report_cells(folder: Path, network: str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in paths]
 
 
+def variants_in(reports: list[list[dict[str, Any]]]) -> set[str]:
+    """The variants of every cell over `reports`."""
+    return {c["variant"] for cells in reports for c in cells}
+
+
 def default_variant(reports: list[list[dict[str, Any]]]) -> str:
     """The default learned search on whichever graph the reports' cells tuned; a one-line
     error where they hold none of it, or it on several graphs."""
-    present = {c["variant"] for cells in reports for c in cells}
+    present = variants_in(reports)
     found = sorted(present & DEFAULT_SEARCHES)
     if len(found) != 1:
         raise SystemExit(f"{'no' if not found else 'more than one'} cell variant of the default "
@@ -76,7 +81,7 @@ def default_variant(reports: list[list[dict[str, Any]]]) -> str:
 def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
                 target: float) -> list[tuple]:
     """The three rows (see the module's docstring) for `variant`'s cells over `reports`."""
-    present = {c["variant"] for cells in reports for c in cells}
+    present = variants_in(reports)
     baseline = baseline_of(variant, present)
     own: list[float | None] = []
     pooled_cells = []
@@ -105,7 +110,7 @@ def per_seed_rows(reports: list[list[dict[str, Any]]], names: list[str],
                   variant: str) -> list[tuple]:
     """A row per `variant` cell over `reports` (named `names`): the figures a closing note's
     per-seed table needs, against the baseline run of the cell's own seed and report."""
-    present = {c["variant"] for cells in reports for c in cells}
+    present = variants_in(reports)
     baseline = baseline_of(variant, present)
     pooled_cells = [{**c, "seed": (index, c["seed"])} for index, cells in enumerate(reports)
                     for c in cells if c["variant"] in (variant, baseline)]
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"unknown variant {args.variant}: choose from {', '.join(VARIANTS)}")
     reports = [report_cells(Path(folder), args.network) for folder in args.folders]
     args.variant = args.variant or default_variant(reports)
-    if not any(c["variant"] == args.variant for cells in reports for c in cells):
+    if args.variant not in variants_in(reports):
         raise SystemExit(f"no {args.variant} cell of {args.network} in {', '.join(args.folders)}")
     rows = pooled_rows(reports, args.variant, args.target)
     table = markdown_table if args.markdown else format_table

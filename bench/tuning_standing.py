@@ -36,7 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import spread  # noqa: E402
-from bench.pooled_baselines import DEFAULT_SEARCHES, default_variant, pooled_rows  # noqa: E402
+from bench.pooled_baselines import (  # noqa: E402
+    DEFAULT_SEARCHES, default_variant, pooled_rows, variants_in)
 from bench.tuning_matrix import baseline_of, both_timings_ms, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
@@ -83,7 +84,7 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     """The row of one group; None where its folders hold no default learned search with an XGB
     baseline (a folder of other experiments); a one-line error where they hold it on two
     graphs (pass those folders apart)."""
-    present = {c["variant"] for cells in reports for c in cells}
+    present = variants_in(reports)
     if not present & DEFAULT_SEARCHES:
         return None
     variant = default_variant(reports)
@@ -91,7 +92,7 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     if baseline not in present:
         return None
     # a folder of other experiments on the same CPU and network adds nothing to the row
-    reports = [cells for cells in reports if {c["variant"] for c in cells} & {variant, baseline}]
+    reports = [cells for cells in reports if variants_in([cells]) & {variant, baseline}]
     own, pooled, _ = pooled_rows(reports, variant, target)
     cells = [c for cells in reports for c in cells]
     learned = [c for c in cells if c["variant"] == variant]
