@@ -36,8 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import spread  # noqa: E402
-from bench.pooled_baselines import (  # noqa: E402
-    DEFAULT_SEARCHES, default_variant, pooled_rows, variants_in)
+from bench.pooled_baselines import DEFAULT_SEARCHES, default_variant, pooled_rows, variants_in  # noqa: E402
 from bench.tuning_matrix import baseline_of, both_timings_ms, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
