@@ -160,6 +160,29 @@ def spread(values: list[float], digits: int = 2) -> str:
     return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
+def ratio_spread(ratios: list[float | None], digits: int = 2, count_never: bool = True) -> str:
+    """The median of speedup ratios where None (the cell never got there) ranks below every
+    number, and the range of the reached ones: "1.19 (0.98-2.54) [1 never]". The median is
+    "never" where it falls on one (of an even count: where the lower middle one is); with
+    `count_never` False the "[k never]" tail is left to a column of its own.
+
+    A median over the reached ratios alone would rise with every seed that never got there."""
+    if not ratios:
+        return "-"
+    reached = sorted(r for r in ratios if r is not None)
+    missed = len(ratios) - len(reached)
+    ranked = [None] * missed + reached
+    low, high = ranked[(len(ranked) - 1) // 2], ranked[len(ranked) // 2]
+    median = "never" if low is None else f"{(low + high) / 2:.{digits}f}"
+    if len(ratios) == 1 or not reached:
+        text = median
+    elif len(reached) == 1 and missed:
+        text = f"{median} ({reached[0]:.{digits}f})"
+    else:
+        text = f"{median} ({reached[0]:.{digits}f}-{reached[-1]:.{digits}f})"
+    return text + (f" [{missed} never]" if count_never and missed and reached else "")
+
+
 def scored_rows(test, hardware: list[str] | None):
     """`test` restricted to the rows of `hardware` (None: all of it); an unknown name refused."""
     import numpy as np

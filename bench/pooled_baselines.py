@@ -15,6 +15,8 @@ prints three rows:
   - every variant cell against the median final of all the baseline runs (the report's
     pooled rule, `pooled_speedups`);
   - every variant cell against every baseline run.
+A row's median ranks a ratio that never happened (the cell never got there) below every
+number, so seeds that miss pull it down (`ratio_spread`); its range is the reached ratios'.
 With --per-seed it also prints a row per variant cell: its own seed's baseline run (final
 estimate within the budget, seconds to it), the cell's first estimate, when it reached that
 final, both speedups, its own final, and both tuned networks' and PyTorch's milliseconds.
@@ -32,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import spread  # noqa: E402
+from bench._data import ratio_spread  # noqa: E402
 from bench.tuning_matrix import (  # noqa: E402
     LAYOUT_VARIANTS,
     VARIANTS,
@@ -149,7 +151,7 @@ def ms(cell: dict[str, Any] | None, key: str) -> str:
 def row(label: str, ratios: list[float | None], target: float) -> tuple:
     reached = [r for r in ratios if r is not None]
     at_target = sum(r >= target for r in reached)
-    return (label, len(ratios), spread(reached),
+    return (label, len(ratios), ratio_spread(ratios, count_never=False),
             len(ratios) - len(reached), f"{at_target} of {len(ratios)}")
 
 

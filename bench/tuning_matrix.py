@@ -162,6 +162,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._data import (  # noqa: E402
     extra_folders,
     parse_params,
+    ratio_spread,
     refuse_extra_beside_db,
     seeded_store,
     spread,
@@ -701,13 +702,7 @@ def pooled_speedups(cells: list[dict[str, Any]]) -> dict[tuple, float | None]:
 def pooled_column(values: list[float | None]) -> str:
     """The report's cell for the pooled speedups of a variant's seeds (None: never reached):
     'no baseline' (none to give), 'never', or their spread with how many never did."""
-    if not values:
-        return "no baseline"
-    reached = [v for v in values if v is not None]
-    if not reached:
-        return "never"
-    missed = len(values) - len(reached)
-    return spread(reached) + (f" [{missed} never]" if missed else "")
+    return ratio_spread(values) if values else "no baseline"
 
 
 def shared_tasks(db: str, network: str, trained_networks: list[str]) -> tuple[int, int, float]:
@@ -790,9 +785,8 @@ def report(args: argparse.Namespace) -> None:
         mine = [c for c in cells if (c["network"], c["variant"]) == (network, variant)]
         pairs = [gains[(network, variant, c["seed"])] for c in mine
                  if (network, variant, c["seed"]) in gains]
-        reached = [p[0] for p in pairs if p[0] is not None]
-        close = [near[(network, variant, c["seed"])][0] for c in mine
-                 if near.get((network, variant, c["seed"]), (None,))[0] is not None]
+        close = [near[key][0] for key in ((network, variant, c["seed"]) for c in mine)
+                 if key in near]
         rows.append((
             network, variant, ",".join(str(c["seed"]) for c in mine),
             spread([c["tuned_ms"] for c in mine]), spread([c["torch_ms"] for c in mine]),
@@ -802,11 +796,9 @@ def report(args: argparse.Namespace) -> None:
             spread([c["search_s"] / 60 for c in mine], 1),
             spread([c["trials"] / max(c["search_s"] / 60, 1e-9) for c in mine], 1),
             # no cell of its baseline (another CPU's matrix may lack ms-xgb): nothing to say
-            "no baseline" if not pairs else (spread(reached) if reached else "never")
-            + (f" [{len(pairs) - len(reached)} never]" if reached and len(reached) < len(pairs)
-               else ""),
-            spread([p[1] for p in pairs if p[1] is not None]),
-            "no baseline" if not pairs else spread(close) if close else "never",
+            "no baseline" if not pairs else ratio_spread([p[0] for p in pairs]),
+            ratio_spread([p[1] for p in pairs]),
+            "no baseline" if not pairs else ratio_spread(close),
             pooled_column([pooled[key] for key in ((network, variant, c["seed"]) for c in mine)
                            if key in pooled]),
             "/".join(sorted({c["stop_reason"] for c in mine})),
@@ -848,6 +840,8 @@ def report(args: argparse.Namespace) -> None:
         "pass over the tasks). Against the baseline's median final: every seed chases the",
         "median of the baseline seeds' final estimates, and the baseline's time is the median of",
         "its seeds' times to that latency (one weak baseline seed cannot make a big ratio).",
+        "In every speedup median a seed that never got there ranks below every ratio ('never'",
+        "where the median falls on one); the range is the reached ratios', [k never] their count.",
         "Other vCPUs busy: the share of the CPUs outside the bench's affinity that was busy while",
         "it searched, and while it timed the tuned network and PyTorch (bench/cpu_contention.py;",
         "before each of those two timings a cell waits, up to 15 minutes, for a 5 s window with",

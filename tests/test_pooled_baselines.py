@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from bench._data import ratio_spread
 from bench.pooled_baselines import main, per_seed_rows, pooled_rows
 
 
@@ -47,7 +48,8 @@ def test_per_seed_rows_name_each_cells_own_baseline_and_the_pooled_ratio():
 def test_a_cell_that_never_reaches_the_baseline_counts_as_never():
     C = [cell("ms-xgb", 0, [[10, 100.0, 4.0]]), cell("learned", 0, [[10, 10.0, 8.0]])]
     own, _, every = pooled_rows([A, C], "learned", target=5.0)
-    assert own[1:] == (2, "5.00", 1, "1 of 2")
+    # of two ratios, 5x and never, the lower middle is never: the median is never
+    assert own[1:] == (2, "never (5.00)", 1, "1 of 2")
     # A's learned cell never gets to C's 4 ms; C's gets to neither XGB run's final
     assert every[3] == 3
 
@@ -87,3 +89,17 @@ def test_the_default_variant_is_the_learned_search_on_the_graph_the_cells_tuned(
                            "warm-focus-pop4-w128-online-nchw16c": A[1]})
     with pytest.raises(SystemExit, match="more than one .*name one with --variant"):
         main(["--network", "net", both])
+
+
+def test_a_speedup_median_ranks_never_below_every_ratio():
+    assert ratio_spread([]) == "-"
+    assert ratio_spread([None]) == "never"
+    assert ratio_spread([None, None]) == "never"
+    assert ratio_spread([3.0]) == "3.00"
+    assert ratio_spread([4.0, 2.0]) == "3.00 (2.00-4.00)"
+    # three seeds, one never: the middle is the lower reached ratio, not their mean
+    assert ratio_spread([4.0, None, 2.0]) == "2.00 (2.00-4.00) [1 never]"
+    # four: the two middle ones (1 and 2) of never < 1 < 2 < 9
+    assert ratio_spread([9.0, None, 2.0, 1.0]) == "1.50 (1.00-9.00) [1 never]"
+    assert ratio_spread([None, 5.0, None]) == "never (5.00) [2 never]"
+    assert ratio_spread([None, 5.0], count_never=False) == "never (5.00)"

@@ -51,7 +51,7 @@ def test_folders_of_one_cpu_pool_and_other_cpus_get_their_own_row(tmp_path):
                  "2 of 2", "3.25 (3.00-3.50)", "8.00 / 11.00", "27.50", "3.44")
     assert b[:4] == ("cpu-b-1t", "net", 1, "1 / 1")
     # CPU b's learned cell never gets to XGB's only point: 0 along the curve
-    assert (b[4], b[6], b[7], b[8], b[11]) == ("-", 1, "0 of 1", "0.00", "0.89")
+    assert (b[4], b[6], b[7], b[8], b[11]) == ("never", 1, "0 of 1", "0.00", "0.89")
 
 
 def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refused(tmp_path,
