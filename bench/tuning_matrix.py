@@ -699,9 +699,9 @@ def pooled_speedups(cells: list[dict[str, Any]]) -> dict[tuple, float | None]:
     return out
 
 
-def pooled_column(values: list[float | None]) -> str:
-    """The report's cell for the pooled speedups of a variant's seeds (None: never reached):
-    'no baseline' (none to give), 'never', or their spread with how many never did."""
+def speedup_column(values: list[float | None]) -> str:
+    """The report's cell for a speedup of a variant's seeds (None: never reached): 'no
+    baseline' (none to give), or `ratio_spread` of them."""
     return ratio_spread(values) if values else "no baseline"
 
 
@@ -783,10 +783,8 @@ def report(args: argparse.Namespace) -> None:
     for (network, variant) in sorted({(c["network"], c["variant"]) for c in cells},
                                      key=lambda k: (k[0], VARIANTS.index(k[1]))):
         mine = [c for c in cells if (c["network"], c["variant"]) == (network, variant)]
-        pairs = [gains[(network, variant, c["seed"])] for c in mine
-                 if (network, variant, c["seed"]) in gains]
-        close = [near[key][0] for key in ((network, variant, c["seed"]) for c in mine)
-                 if key in near]
+        keys = [(network, variant, c["seed"]) for c in mine]
+        pairs = [gains[key] for key in keys if key in gains]
         rows.append((
             network, variant, ",".join(str(c["seed"]) for c in mine),
             spread([c["tuned_ms"] for c in mine]), spread([c["torch_ms"] for c in mine]),
@@ -796,11 +794,10 @@ def report(args: argparse.Namespace) -> None:
             spread([c["search_s"] / 60 for c in mine], 1),
             spread([c["trials"] / max(c["search_s"] / 60, 1e-9) for c in mine], 1),
             # no cell of its baseline (another CPU's matrix may lack ms-xgb): nothing to say
-            "no baseline" if not pairs else ratio_spread([p[0] for p in pairs]),
+            speedup_column([p[0] for p in pairs]),
             ratio_spread([p[1] for p in pairs]),
-            "no baseline" if not pairs else ratio_spread(close),
-            pooled_column([pooled[key] for key in ((network, variant, c["seed"]) for c in mine)
-                           if key in pooled]),
+            speedup_column([near[key][0] for key in keys if key in near]),
+            speedup_column([pooled[key] for key in keys if key in pooled]),
             "/".join(sorted({c["stop_reason"] for c in mine})),
             spread([c["tuned_functions"] / c["tir_functions"] for c in mine]),
             neighbours(mine),
