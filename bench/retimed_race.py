@@ -17,8 +17,10 @@ then (from its own readings); their re-timed sum is that point's re-timed estima
 The race is then the report's (bench/tuning_matrix.py `pair_speedup`), on re-timed curves:
 the baseline's target is the re-timed estimate of its final picks (what it delivers), its
 time is when its re-timed curve first got there, and the learned search's speedup is that time
-over the time its re-timed curve first got there ("never" if it did not). The recorded race is
-printed beside it from the same replay, a check that the replay matches the report.
+over the time its re-timed curve first got there ("never" if it did not). A re-timed curve can
+rise, so the race is also run "for good" (`stays`): from the point after which a curve never
+rose above the target again. The recorded race is printed beside both from the same replay, a
+check that the replay matches the report.
 
 The cells' databases must still be in WORK (`--work` of the tuning-matrix run:
 WORK/databases/NETWORK-VARIANT-sSEED), and the cells must have run on this machine's profile.
