@@ -173,25 +173,26 @@ def time_side_by_side(count: int, order: list[int], processes: int,
     return {i: r for i, r in enumerate(readings) if r}
 
 
-def database_rows(folder: Path, task_of: Callable[[Any], str]) -> tuple[list, list]:
-    """A cell's database in commit order: [(task, mean run seconds or None)] and the parsed
-    lines [(workload JSON, record JSON)] (`task_of` maps a workload line to its task key)."""
-    from storage.ms_database import MS_FAILED_RUN_SECS
+def database_rows(folder: Path, load_workload: Callable[[list], tuple[str, Any]]
+                  ) -> tuple[list, list]:
+    """A cell's database in commit order: [(task, mean run seconds or None)] and
+    [(workload, record JSON)] beside them. `load_workload` turns a workload line into (its
+    task key, the workload), once per line of the workload file."""
+    from storage.ms_database import RECORD_FILE, WORKLOAD_FILE, valid_secs
 
-    if not (folder / "database_tuning_record.json").is_file():
+    if not (folder / RECORD_FILE).is_file():
         raise SystemExit(f"{folder}: no MetaSchedule database there: pass the tuning-matrix "
                          "run's --work folder, whose databases/ still holds the cells")
-    workloads = [json.loads(line) for line in open(folder / "database_workload.json")]
-    tasks = [task_of(w) for w in workloads]
+    workloads = [load_workload(json.loads(line)) for line in open(folder / WORKLOAD_FILE)]
     rows, lines = [], []
-    for line in open(folder / "database_tuning_record.json"):
+    for line in open(folder / RECORD_FILE):
         if not line.strip():
             continue
         index, record = json.loads(line)
-        secs = [float(s) for s in record[1] or []]
-        valid = secs and max(secs) < MS_FAILED_RUN_SECS
-        rows.append((tasks[index], sum(secs) / len(secs) if valid else None))
-        lines.append((workloads[index], record))
+        secs = valid_secs(record[1])
+        task, workload = workloads[index]
+        rows.append((task, sum(secs) / len(secs) if secs else None))
+        lines.append((workload, record))
     return rows, lines
 
 
@@ -216,13 +217,14 @@ def seed_race(cells: dict[str, dict[str, Any]], work: Path, weights: dict[str, f
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
-    def task_of(workload_json: list) -> str:
-        return structural_hash_hex(ms.database.Workload.from_json(workload_json).mod)
+    def load_workload(workload_json: list) -> tuple[str, Any]:
+        workload = ms.database.Workload.from_json(workload_json)
+        return structural_hash_hex(workload.mod), workload
 
     replays, lines, programs, rank = {}, {}, {}, {}
     for role, cell in cells.items():
         name = f"{cell['network']}-{cell['variant']}-s{cell['seed']}"
-        rows, lines[role] = database_rows(work / "databases" / name, task_of)
+        rows, lines[role] = database_rows(work / "databases" / name, load_workload)
         replays[role] = replay(rows, weights, [int(p[0]) for p in cell["curve"]])
         check_replay(name, cell["curve"], replays[role])
         for _, picks in replays[role].values():
@@ -234,8 +236,7 @@ def seed_race(cells: dict[str, dict[str, Any]], work: Path, weights: dict[str, f
     keys = list(programs)
     jobs = []
     for i, (role, task, row) in enumerate(keys):
-        workload_json, record_json = lines[role][row]
-        workload = ms.database.Workload.from_json(workload_json)
+        workload, record_json = lines[role][row]
         record = ms.database.TuningRecord.from_json(record_json, workload)
         jobs.append(MeasureJob(i, task, tvm.ir.save_json(workload.mod),
                                trace_json(record.trace), MS_RUNNER_FLOPS))

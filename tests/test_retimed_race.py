@@ -2,10 +2,13 @@
 its check against the recorded curve, re-timed curves, the race, and the side-by-side order.
 The timing itself is a fake here; the bench runs it for real (docs/tuning-results.md)."""
 
+import json
+
 import pytest
 
 from bench.retimed_race import (
     check_replay,
+    database_rows,
     main,
     race,
     replay,
@@ -27,6 +30,19 @@ def test_replay_keeps_each_tasks_best_so_far_and_waits_for_every_task():
     assert got[3] == (2.0 + 2 * 3.0, {"a": 0, "b": 2})
     assert got[4] == (1.0 + 2 * 3.0, {"a": 3, "b": 2})
     assert got[5] == (7.0, {"a": 3, "b": 2})  # a tie keeps the earlier row
+
+
+def test_database_rows_keep_commit_order_and_mark_failures(tmp_path):
+    (tmp_path / "database_workload.json").write_text('["h0", "m0"]\n["h1", "m1"]\n')
+    records = [[1, [["trace a"], [2.0, 4.0]]], [0, [["trace b"], [1e10]]],
+               [0, [["trace c"], [1.0]]]]
+    (tmp_path / "database_tuning_record.json").write_text(
+        "\n".join(json.dumps(r) for r in records) + "\n")
+    rows, lines = database_rows(tmp_path, lambda line: (line[0], line))
+    assert rows == [("h1", 3.0), ("h0", None), ("h0", 1.0)]
+    assert lines[0] == (["h1", "m1"], [["trace a"], [2.0, 4.0]])
+    with pytest.raises(SystemExit, match="no MetaSchedule database there"):
+        database_rows(tmp_path / "nowhere", lambda line: (line[0], line))
 
 
 def test_replay_refuses_a_curve_longer_than_the_database():
