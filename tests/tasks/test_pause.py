@@ -4,7 +4,6 @@ one, and a pause file left by a killed bench holds nothing."""
 import subprocess
 import sys
 import threading
-import time
 
 from core.pause import PAUSE_FILE_ENV, pause_others, wait_while_paused
 
@@ -21,9 +20,10 @@ def test_work_waits_while_a_live_process_holds_the_file(monkeypatch, tmp_path):
     try:
         path.write_text(str(holder.pid))
         threading.Timer(0.3, path.unlink).start()  # the bench is done timing
-        began = time.monotonic()
         waited = wait_while_paused(poll_s=0.05)
-        assert waited > 0 and time.monotonic() - began >= 0.25
+        # It returned because the file went, not after some time: a clock bound here failed
+        # once on a loaded 2-vCPU host (the timer thread started late).
+        assert waited > 0 and not path.exists()
     finally:
         holder.kill()
         holder.wait()
