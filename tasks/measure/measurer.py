@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from core.hardware import HardwareProfile, MeasureSettings
 from core.procs import pid_alive, usable_cores
 from core.records import MeasureJob, MeasureResult
+from core.tvm_env import GPU_TARGET_KINDS
 from tasks.measure.process import Worker, WorkerFailure
 from tasks.measure.protocol import Unprepared
 
@@ -56,6 +57,12 @@ def default_build_workers() -> int:
     return max(1, min(MAX_BUILD_WORKERS, usable_cores()))
 
 
+def runner_threads(profile: HardwareProfile) -> int:
+    """TVM_NUM_THREADS of the runner: the profile's own on a CPU, whose timings it shapes; behind
+    a GPU every usable host core, which only make the tasks' reference outputs there."""
+    return usable_cores() if profile.target_kind in GPU_TARGET_KINDS else profile.num_threads
+
+
 class Measurer:
     """Measures batches of candidates on one hardware profile. Close it (or use `with`)."""
 
@@ -64,7 +71,7 @@ class Measurer:
         self.profile = profile
         self.settings = settings or profile.measure
         target = profile.target
-        threads = str(profile.num_threads)
+        threads = str(runner_threads(profile))
         if build_workers is None:
             build_workers = default_build_workers()
         self.builders = [Worker(target, {"TVM_NUM_THREADS": "1"}) for _ in range(build_workers)]

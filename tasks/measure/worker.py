@@ -22,10 +22,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.tvm_env import GPU_TARGET_KINDS
 from tasks.measure.linking import export_candidate
 from tasks.measure.network import compile_network
 from tasks.measure.protocol import Duplex, Unprepared, one_line
+from tasks.measure.reference import parallel_outer_loops, reference_target
 
 _TASK_MODS: OrderedDict[str, Any] = OrderedDict()
 _TASK_STATE: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -105,16 +105,9 @@ def _random_args(arg_info: list[Any], seed: int) -> list[np.ndarray]:
     return args
 
 
-def reference_target(target: dict[str, Any]) -> dict[str, Any] | None:
-    """Where the unscheduled function runs to make a task's reference outputs: None = on the
-    target itself (a CPU, here or over RPC); for a GPU, this host's CPU (`llvm`), since an
-    unscheduled GPU kernel has no thread bindings and cannot build (on an H100 the attempt
-    crashed the worker once per task, each crash paying a worker restart)."""
-    return {"kind": "llvm"} if target["kind"] in GPU_TARGET_KINDS else None
-
-
 def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
-    """Inputs for a task and, if asked, the unscheduled function's outputs on them."""
+    """Inputs for a task and, if asked, the unscheduled function's outputs on them (its outer
+    loops run in parallel: tasks/measure/reference.py)."""
     cached = _TASK_STATE.get(req["workload_hash"])
     if cached is not None and (cached["reference"] is not None or not req["check"]):
         return {"checked": cached["reference"] is not None}
@@ -129,7 +122,8 @@ def _do_prepare(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
         load, dev = (tvm.runtime.load_module, tvm.cpu(0)) if on_host else \
             _session(tvm, req["target"], req["runner"])
         path = os.path.join(req["artifact_dir"], f"ref-{req['workload_hash']}.so")
-        export_candidate(tvm.compile(mod, target=Target(on_host or req["target"])), path)
+        export_candidate(tvm.compile(parallel_outer_loops(mod),
+                                     target=Target(on_host or req["target"])), path)
         tensors = [tvm.runtime.tensor(a, dev) for a in inputs]
         load(path)["main"](*tensors)
         reference = [t.numpy() for t in tensors]
