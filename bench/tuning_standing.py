@@ -16,11 +16,15 @@ bench/pooled_baselines.py does for one network. A row gives:
     each point where XGB's estimate improved, its seconds to that estimate / the learned
     cell's, the median over the points, against the run of the cell's own seed. The first two
     ask only about XGB's last point, which one quick or slow run decides;
+  - where the folders hold re-timings (bench/retimed_race.py's --json, kept in a folder's
+    scripts/), the own-seed speedup re-timed side by side: every re-timing of a learned cell of
+    the row counts once (a seed re-timed twice counts twice: its two readings differ as much as
+    seeds do), never-reached ranked below every ratio;
   - the tuned networks' end-to-end milliseconds (the median over cells; a cell timed twice
     counts the mean of its two timings) and PyTorch eager's at the same thread count (the median
     of every cell's reading, since one reading moves with the host), and their ratio.
 Pass the folders whose protocol you want to compare (the docs name them); the rows say nothing
-about cells they do not read. Reads only the cells' JSON.
+about cells they do not read. Reads only the cells' and the re-timings' JSON.
 """
 
 from __future__ import annotations
@@ -31,19 +35,20 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._data import spread  # noqa: E402
+from bench._data import ratio_spread, spread  # noqa: E402
 from bench.pooled_baselines import DEFAULT_SEARCHES, default_variant, pooled_rows, variants_in  # noqa: E402
 from bench.tuning_matrix import baseline_of, both_timings_ms, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
 HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
           "speedup vs XGB's median final", "own-seed pairs", "never",
-          "at the target or more", "along XGB's curve (own seed)", "tuned ms learned / XGB",
-          "PyTorch ms", "learned vs PyTorch (x faster)"]
+          "at the target or more", "along XGB's curve (own seed)",
+          "re-timed own seed (of re-timings)", "tuned ms learned / XGB", "PyTorch ms",
+          "learned vs PyTorch (x faster)"]
 
 
 def folder_cells(folder: Path) -> list[dict[str, Any]]:
@@ -67,6 +72,27 @@ def grouped(folders: list[Path]) -> dict[tuple[str, str], list[list[dict[str, An
     return groups
 
 
+def retimings(folders: list[Path]) -> list[dict[str, Any]]:
+    """Every re-timing JSON (bench/retimed_race.py --json) under the folders' scripts/."""
+    found = []
+    for path in sorted(p for f in folders for p in (f / "scripts").glob("*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and isinstance(data.get("seeds"), dict) and "variant" in data:
+            found.append(data)
+    return found
+
+
+def retimed_speedups(found: list[dict[str, Any]], hardware: str, network: str,
+                     variant: str) -> list[float | None]:
+    """The own-seed speedup of each re-timing of `variant` on this CPU and network (None: the
+    learned search never reached XGB's final picks, re-timed)."""
+    return [(seed.get("retimed") or {}).get("speedup")
+            for data in found
+            if (data.get("hardware"), data.get("network"), data.get("variant"))
+            == (hardware, network, variant)
+            for seed in data["seeds"].values()]
+
+
 def tuned_ms(cell: dict[str, Any]) -> float | None:
     """The cell's end-to-end time as the matrix's report takes it (`both_timings_ms`: the mean
     of its two timings where it was timed twice); None for a cell without one."""
@@ -79,7 +105,7 @@ def median_of(values: list[float | None]) -> float | None:
 
 
 def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]],
-                 target: float) -> tuple | None:
+                 target: float, found: Sequence[dict[str, Any]] = ()) -> tuple | None:
     """The row of one group; None where its folders hold no default learned search with an XGB
     baseline (a folder of other experiments); a one-line error where they hold it on two
     graphs (pass those folders apart)."""
@@ -100,8 +126,11 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     xgb_ms = median_of([tuned_ms(c) for c in xgb])
     torch_ms = median_of([c.get("torch_ms") for c in learned + xgb])
     along = along_curve(reports, variant, baseline)
+    retimed = retimed_speedups(list(found), hardware, network, variant)
     return (hardware, network, len(reports), f"{len(learned)} / {len(xgb)}", pooled[2], own[2],
-            pooled[3], pooled[4], spread(along), f"{fmt(learned_ms)} / {fmt(xgb_ms)}",
+            pooled[3], pooled[4], spread(along),
+            f"{ratio_spread(retimed)} of {len(retimed)}" if retimed else "-",
+            f"{fmt(learned_ms)} / {fmt(xgb_ms)}",
             fmt(torch_ms),
             "-" if None in (learned_ms, torch_ms) else f"{torch_ms / learned_ms:.2f}")
 
@@ -125,7 +154,8 @@ def fmt(value: float | None) -> str:
 
 
 def standing_rows(folders: list[Path], target: float) -> list[tuple]:
-    rows = [standing_row(hardware, network, reports, target)
+    found = retimings(folders)
+    rows = [standing_row(hardware, network, reports, target, found)
             for (hardware, network), reports in grouped(folders).items()]
     return sorted((r for r in rows if r is not None), key=lambda r: (r[1], r[0]))
 

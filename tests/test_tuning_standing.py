@@ -48,10 +48,10 @@ def test_folders_of_one_cpu_pool_and_other_cpus_get_their_own_row(tmp_path):
     # 9 ms at 100 s (learned 50 s: 2x) and 5 ms at 1000 s (200 s: 5x) -> 3.5; folder two,
     # 9 ms at 100 s (100 s: 1x) and 6 ms at 500 s (100 s: 5x) -> 3
     assert a == ("cpu-a-1t", "net", 2, "2 / 2", "7.50 (5.00-10.00)", "5.00 (5.00-5.00)", 0,
-                 "2 of 2", "3.25 (3.00-3.50)", "8.00 / 11.00", "27.50", "3.44")
+                 "2 of 2", "3.25 (3.00-3.50)", "-", "8.00 / 11.00", "27.50", "3.44")
     assert b[:4] == ("cpu-b-1t", "net", 1, "1 / 1")
     # CPU b's learned cell never gets to XGB's only point: 0 along the curve
-    assert (b[4], b[6], b[7], b[8], b[11]) == ("never", 1, "0 of 1", "0.00", "0.89")
+    assert (b[4], b[6], b[7], b[8], b[12]) == ("never", 1, "0 of 1", "0.00", "0.89")
 
 
 def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refused(tmp_path,
@@ -70,9 +70,32 @@ def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refuse
                                    cell("warm-focus-pop4-w128-online-nchw8c", 0, [[10, 9.0, 4.0]])])
     with pytest.raises(SystemExit, match="more than one"):
         main([str(two)])
-    assert ("| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | 4.00 | - / - | - "
+    assert ("| cpu-a-1t | net | 1 | 1 / 1 | 4.00 | 4.00 | 0 | 0 of 1 | 4.00 | - | - / - | - "
             "| - |") in (
         capsys.readouterr().out)
+
+
+def test_re_timings_in_a_folders_scripts_count_each_once_and_never_ranks_lowest(tmp_path):
+    def retiming(seeds, hardware="cpu-a-1t", variant=LEARNED):
+        return {"network": "net", "variant": variant, "hardware": hardware,
+                "seeds": {str(k): {"retimed": None if v is None else {"speedup": v}}
+                          for k, v in seeds.items()}}
+
+    one = write(tmp_path / "one", [cell(XGB, 0, [[100, 400.0, 4.0]]),
+                                   cell(LEARNED, 0, [[10, 100.0, 4.0]]),
+                                   cell(XGB, 1, [[100, 400.0, 4.0]]),
+                                   cell(LEARNED, 1, [[10, 100.0, 4.0]])])
+    (one / "scripts").mkdir()
+    # seed 0 re-timed twice (both count), seed 1 never reached XGB's final re-timed; another
+    # CPU's, another variant's and a JSON that is no re-timing are not this row's
+    (one / "scripts" / "retimed-a.json").write_text(json.dumps(retiming({0: 6.0, 1: None})))
+    (one / "scripts" / "retimed-b.json").write_text(json.dumps(retiming({0: 2.0})))
+    (one / "scripts" / "retimed-c.json").write_text(json.dumps(retiming({0: 9.0}, "cpu-b-1t")))
+    (one / "scripts" / "retimed-d.json").write_text(json.dumps(retiming({0: 9.0}, variant=XGB)))
+    (one / "scripts" / "other.json").write_text(json.dumps([1, 2]))
+    (row,) = standing_rows([one], target=5.0)
+    # never, 2, 6 -> the median is 2; the range is the reached ones'
+    assert row[9] == "2.00 (2.00-6.00) [1 never] of 3"
 
 
 def test_the_speedup_along_the_curve_asks_at_every_improvement_within_the_budget():
