@@ -76,7 +76,12 @@ def retimings(folders: list[Path]) -> list[dict[str, Any]]:
     """Every re-timing JSON (bench/retimed_race.py --json) under the folders' scripts/."""
     found = []
     for path in sorted(p for f in folders for p in (f / "scripts").glob("*.json")):
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"{path}: not readable JSON ({type(exc).__name__}: {exc}); a "
+                             "folder's scripts/*.json should be bench/retimed_race.py's --json "
+                             "output or another JSON file") from None
         if isinstance(data, dict) and isinstance(data.get("seeds"), dict) and "variant" in data:
             found.append(data)
     return found

@@ -96,6 +96,9 @@ def test_re_timings_in_a_folders_scripts_count_each_once_and_never_ranks_lowest(
     (row,) = standing_rows([one], target=5.0)
     # never, 2, 6 -> the median is 2; the range is the reached ones'
     assert row[9] == "2.00 (2.00-6.00) [1 never] of 3"
+    (one / "scripts" / "broken.json").write_text("{not json")
+    with pytest.raises(SystemExit, match="broken.json: not readable JSON"):
+        standing_rows([one], target=5.0)
 
 
 def test_the_speedup_along_the_curve_asks_at_every_improvement_within_the_budget():
