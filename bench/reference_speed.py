@@ -36,11 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.procs import usable_cores  # noqa: E402
+from tasks.hardware import load_declared_profiles  # noqa: E402
 
-# The H200's target as bench/offline/hardware.toml names it: the tasks are split for it.
-H200_TARGET = {"kind": "cuda", "arch": "sm_90a", "max_num_threads": 1024,
-               "thread_warp_size": 32, "max_shared_memory_per_block": 49152,
-               "max_threads_per_block": 1024, "registers_per_block": 65536}
+# The H200's target as bench/offline/hardware.toml declares it: the tasks are split for it.
+H200_TARGET = next(p.target for p in load_declared_profiles(
+    Path(__file__).resolve().parent / "offline" / "hardware.toml") if p.name == "gpu-h200")
 # name -> (host mcpu?, parallel outer loops?, TVM_NUM_THREADS)
 VARIANTS = {
     "generic 1 thread": (False, False, 1),

@@ -87,7 +87,7 @@ def retimings(folders: list[Path]) -> list[dict[str, Any]]:
     return found
 
 
-def retimed_speedups(found: list[dict[str, Any]], hardware: str, network: str,
+def retimed_speedups(found: Sequence[dict[str, Any]], hardware: str, network: str,
                      variant: str) -> list[float | None]:
     """The own-seed speedup of each re-timing of `variant` on this CPU and network (None: the
     learned search never reached XGB's final picks, re-timed)."""
@@ -131,7 +131,7 @@ def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]
     xgb_ms = median_of([tuned_ms(c) for c in xgb])
     torch_ms = median_of([c.get("torch_ms") for c in learned + xgb])
     along = along_curve(reports, variant, baseline)
-    retimed = retimed_speedups(list(found), hardware, network, variant)
+    retimed = retimed_speedups(found, hardware, network, variant)
     return (hardware, network, len(reports), f"{len(learned)} / {len(xgb)}", pooled[2], own[2],
             pooled[3], pooled[4], spread(along),
             f"{ratio_spread(retimed)} of {len(retimed)}" if retimed else "-",
