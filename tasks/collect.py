@@ -220,7 +220,8 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
                     measurer_factory: Callable[..., Any] = Measurer) -> dict[str, float]:
     """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
     `on_progress(done, total)` after every candidate. `measurer_factory(profile, settings,
-    build_workers=...)` makes the measurer (a context manager with `measure(jobs, on_result)`):
+    build_workers=...)` makes the measurer (a context manager whose `measure_chunks(chunks,
+    on_result)` yields each chunk's results; each chunk is committed as it comes):
     tasks.measure.Measurer, or a test double that compiles nothing."""
     from core.tvm_env import tvm_version
     from storage.store import Store
@@ -236,12 +237,11 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     report(f"{profile.name}: {len(pending)} candidates to measure "
            f"(settings {settings.key()}, {build_workers} build workers)")
     version = tvm_version()
+    jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
+                       p["trace_json"], p["flops"]) for p in pending]
+    chunks = [jobs[start:start + measure_batch] for start in range(0, len(jobs), measure_batch)]
     with measurer_factory(profile, settings, build_workers=build_workers) as measurer:
-        for start in range(0, len(pending), measure_batch):
-            chunk = pending[start:start + measure_batch]
-            jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
-                               p["trace_json"], p["flops"]) for p in chunk]
-            results = measurer.measure(jobs, on_result=progress.add)
+        for results in measurer.measure_chunks(chunks, on_result=progress.add):
             if on_progress is not None:
                 on_progress(progress.done, progress.total)
             with Store(db) as store, store.transaction():

@@ -9,12 +9,13 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from core.hardware import HardwareProfile, MeasureSettings
 from core.procs import pid_alive, usable_cores
 from core.records import MeasureJob, MeasureResult
 from core.tvm_env import GPU_TARGET_KINDS
+from tasks.measure.build_stream import BuildStream
 from tasks.measure.process import Worker, WorkerFailure
 from tasks.measure.protocol import Unprepared
 
@@ -63,13 +64,21 @@ def runner_threads(profile: HardwareProfile) -> int:
     return usable_cores() if profile.target_kind in GPU_TARGET_KINDS else profile.num_threads
 
 
+def overlaps_builds(profile: HardwareProfile) -> bool:
+    """Whether a collect builds its next chunk while it runs this one (measure_chunks): behind
+    a GPU, whose timings do not share the host CPU with the builds; never on a CPU."""
+    return profile.target_kind in GPU_TARGET_KINDS
+
+
 class Measurer:
     """Measures batches of candidates on one hardware profile. Close it (or use `with`)."""
 
     def __init__(self, profile: HardwareProfile, settings: MeasureSettings | None = None,
-                 build_workers: int | None = None):
+                 build_workers: int | None = None, overlap_builds: bool | None = None):
         self.profile = profile
         self.settings = settings or profile.measure
+        self.overlap_builds = (overlaps_builds(profile) if overlap_builds is None
+                               else overlap_builds)
         target = profile.target
         threads = str(runner_threads(profile))
         if build_workers is None:
@@ -106,6 +115,20 @@ class Measurer:
 
     # -------------------------------------------------------------- phases
 
+    def _build_one(self, worker: Worker, request: dict[str, Any]) -> dict[str, Any]:
+        """One build on `worker`: its answer plus `artifact`, or `error_kind`, `error_msg` and
+        `build_s`."""
+        start = time.perf_counter()
+        try:
+            result = worker.call(request, self.settings.build_timeout_s)
+            return {"artifact": request["artifact"], **result}
+        except WorkerFailure as failure:
+            return {"error_kind": f"build_{failure.kind}", "error_msg": str(failure),
+                    "build_s": time.perf_counter() - start}
+        except RuntimeError as error:
+            return {"error_kind": "build_error", "error_msg": str(error),
+                    "build_s": time.perf_counter() - start}
+
     def _build_parallel(self, requests: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
         """Send build requests to the build workers in parallel; key -> outcome (the worker's
         answer plus `artifact`, or `error_kind`, `error_msg` and `build_s`)."""
@@ -120,17 +143,7 @@ class Measurer:
                     key, request = todo.get_nowait()
                 except queue.Empty:
                     return
-                start = time.perf_counter()
-                try:
-                    result = worker.call(request, self.settings.build_timeout_s)
-                    outcomes[key] = {"artifact": request["artifact"], **result}
-                except WorkerFailure as failure:
-                    outcomes[key] = {"error_kind": f"build_{failure.kind}",
-                                     "error_msg": str(failure),
-                                     "build_s": time.perf_counter() - start}
-                except RuntimeError as error:
-                    outcomes[key] = {"error_kind": "build_error", "error_msg": str(error),
-                                     "build_s": time.perf_counter() - start}
+                outcomes[key] = self._build_one(worker, request)
 
         threads = [threading.Thread(target=drain, args=(w,))
                    for w in self.builders[:len(requests)]]
@@ -142,13 +155,14 @@ class Measurer:
         self.build_s += time.monotonic() - started
         return outcomes
 
+    def _build_request(self, job: MeasureJob) -> dict[str, Any]:
+        return {"op": "build", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
+                "trace_json": job.trace_json, "target": self.profile.target,
+                "artifact": os.path.join(self.artifact_dir, f"cand-{job.candidate_id}.so")}
+
     def _build_all(self, jobs: Sequence[MeasureJob]) -> dict[int, dict[str, Any]]:
         """Build every job on the build workers in parallel; candidate_id -> outcome."""
-        return self._build_parallel({job.candidate_id: {
-            "op": "build", "workload_hash": job.workload_hash, "mod_json": job.mod_json,
-            "trace_json": job.trace_json, "target": self.profile.target,
-            "artifact": os.path.join(self.artifact_dir, f"cand-{job.candidate_id}.so")}
-            for job in jobs})
+        return self._build_parallel({job.candidate_id: self._build_request(job) for job in jobs})
 
     # -------------------------------------------------- MetaSchedule's protocol (ms_backend)
 
@@ -298,10 +312,37 @@ class Measurer:
         preparing.start()
         built = self._build_all(jobs)
         preparing.join()
+        return self._run_all(jobs, lambda job: built[job.candidate_id], on_result)
+
+    def _run_all(self, jobs: Sequence[MeasureJob], outcome: Callable[[MeasureJob], dict],
+                 on_result: Callable[[MeasureResult], None] | None) -> list[MeasureResult]:
         results = []
         for job in jobs:
-            result = self._run(job, built[job.candidate_id])
+            result = self._run(job, outcome(job))
             results.append(result)
             if on_result is not None:
                 on_result(result)
         return results
+
+    def measure_chunks(self, chunks: Sequence[Sequence[MeasureJob]],
+                       on_result: Callable[[MeasureResult], None] | None = None
+                       ) -> Iterator[list[MeasureResult]]:
+        """Measure `chunks` in order, yielding each chunk's results (in its jobs' order) as
+        soon as it is done, for the caller to commit. With `overlap_builds` the builders
+        already build the next chunk while this one waits for its slowest build and runs
+        (tasks/measure/build_stream.py); otherwise each chunk is `measure`d in turn. This
+        measurer's `build_s` counts only the chunk-by-chunk builds."""
+        if not self.overlap_builds:
+            for jobs in chunks:
+                yield self.measure(jobs, on_result)
+            return
+        stream = BuildStream(self.builders,
+                             lambda worker, job: self._build_one(worker, self._build_request(job)),
+                             chunks)
+        try:
+            for index, jobs in enumerate(chunks):
+                stream.start_chunk(index)
+                self._prepare_all(jobs)  # the runner's share, while the builders build
+                yield self._run_all(jobs, stream.outcome, on_result)
+        finally:
+            stream.close()

@@ -6,7 +6,7 @@ milliseconds; tests/tasks/test_measure.py keeps the real builds and runs."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from core.records import MeasureJob, MeasureResult
 
@@ -47,3 +47,9 @@ class FakeMeasurer:
             if on_result is not None:
                 on_result(result)
         return results
+
+    def measure_chunks(self, chunks: Sequence[Sequence[MeasureJob]],
+                       on_result: Callable[[MeasureResult], None] | None = None
+                       ) -> Iterator[list[MeasureResult]]:
+        for jobs in chunks:
+            yield self.measure(jobs, on_result)

@@ -310,3 +310,17 @@ def test_a_worker_set_to_yield_runs_niced_now_and_after_a_restart():
         assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == base + 5
     finally:
         worker.stop()
+
+
+def test_overlapped_chunks_measure_every_candidate_once_in_order(profile):
+    # the GPU collect's path (builds of the next chunk beside this chunk's runs), forced on
+    # this CPU: same results as chunk by chunk, each chunk yielded in its jobs' order
+    task, jobs = _matmul_jobs(profile.target, 32, 5, seed=1)
+    chunks = [jobs[:2], jobs[2:4], jobs[4:]]
+    seen = []
+    with Measurer(profile, build_workers=2, overlap_builds=True) as measurer:
+        yielded = [[r.candidate_id for r in results]
+                   for results in measurer.measure_chunks(chunks, on_result=seen.append)]
+    assert yielded == [[0, 1], [2, 3], [4]]
+    assert [r.candidate_id for r in seen] == [0, 1, 2, 3, 4]
+    assert all(r.error_kind is None and r.verified for r in seen), [r.error_msg for r in seen]

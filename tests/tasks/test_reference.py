@@ -10,7 +10,7 @@ from tvm.target import codegen
 
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
-from tasks.measure.measurer import runner_threads
+from tasks.measure.measurer import overlaps_builds, runner_threads
 from tasks.measure.reference import parallel_outer_loops, reference_target
 
 
@@ -78,9 +78,11 @@ def test_a_gpu_reference_is_built_for_this_hosts_cpu_and_a_cpu_reference_on_the_
     assert reference_target({"kind": "llvm", "mcpu": "znver3"}) is None
 
 
-def test_the_runner_behind_a_gpu_has_every_core_and_a_cpu_runner_its_profiles_threads():
+def test_the_runner_behind_a_gpu_has_every_core_builds_ahead_and_a_cpu_runner_does_neither():
     gpu = HardwareProfile(name="gpu-test", target={"kind": "cuda", "arch": "sm_90a"})
     cpu = HardwareProfile(name="cpu-test", target={"kind": "llvm", "num-cores": 1},
                           num_threads=1)
     assert runner_threads(gpu) == usable_cores()
     assert runner_threads(cpu) == 1
+    # a GPU collect builds ahead beside its runs; a CPU's builds would share its timed cores
+    assert overlaps_builds(gpu) and not overlaps_builds(cpu)
