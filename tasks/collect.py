@@ -9,6 +9,7 @@ candidates, finds them stored, and measures only those without a measurement.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -39,13 +40,14 @@ class CollectSpec(Spec):
     input_size: int | None = None  # zoo networks' size (None: each one's default)
     graph: str = "exported"  # how the networks are prepared (core.graphs.GRAPHS)
     simt: bool = False  # a GPU: also sample each task's SIMT space (tasks.sampling.SIMT_RULES)
+    reuse_tasks: bool = False  # zoo networks the store lists already are not imported again
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      candidates_per_task: int, seed: int = 0, batch_size: int = 1,
                      measure_batch: int = 16, outbox: str | None = None,
                      input_size: int | None = None, graph: str = "exported",
-                     simt: bool = False) -> CollectSpec:
+                     simt: bool = False, reuse_tasks: bool = False) -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
     from core.graphs import check_graph, resolve_graph
     from tasks.network_registry import check_registrable
@@ -77,16 +79,52 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                        workloads=workloads,
                        candidates_per_task=candidates_per_task, seed=seed,
                        batch_size=batch_size, measure_batch=measure_batch, outbox=outbox,
-                       input_size=input_size, graph=graph, simt=simt)
+                       input_size=input_size, graph=graph, simt=simt,
+                       reuse_tasks=reuse_tasks)
 
 
 def register_network(db: str, profile: HardwareProfile, network: str | Workload,
                      batch_size: int, input_size: int | None = None,
-                     graph: str = "exported") -> list[int]:
+                     graph: str = "exported", reuse_stored: bool = False) -> list[int]:
     """Import `network` (a zoo name or a workload) into TVM, prepared as `graph`, store it with
     its tasks, and register the profile (the collect's one write of the hardware row); return
-    the task ids. A user's file is registered as a workload too (tasks/network_registry.py)."""
+    the task ids. A user's file is registered as a workload too (tasks/network_registry.py).
+
+    `reuse_stored`: a zoo network the store already lists (same graph, batch and size) is not
+    imported again; its stored tasks are returned. Importing takes 10-40 s a network (70 s of
+    each 7-minute lease call on the H200 went to resnet18, mobilenet_v2 and BERT), and a
+    presampled or resumed store has them all. The store's list is what an earlier import
+    made: a store from another TVM version may list other tasks than this one would extract."""
+    if reuse_stored:
+        stored = stored_task_ids(db, network, batch_size, input_size, graph)
+        if stored:
+            from storage.store import Store
+
+            with Store(db) as store, store.transaction():
+                store.upsert_hardware(profile.as_row())
+            return stored
     return list(network_task_ids(db, profile, network, batch_size, input_size, graph).values())
+
+
+def stored_task_ids(db: str, network: str | Workload, batch_size: int,
+                    input_size: int | None = None, graph: str = "exported") -> list[int]:
+    """The task ids the store lists for zoo `network` at this batch, size and graph, in task id
+    order (empty: not stored, or not a zoo network, whose file may have changed)."""
+    from core.graphs import stored_network_name
+    from storage.store import Store
+    from tasks.networks import network_def
+    from tasks.sources import ZOO
+
+    workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    if not workload.is_zoo or not os.path.exists(db):
+        return []
+    size = network_def(workload.name).default_size if input_size is None else input_size
+    with Store(db, read_only=True) as store:
+        rows = store.query(
+            "SELECT nt.task_id FROM networks n JOIN network_tasks nt USING (network_id) "
+            "WHERE n.name = ? AND n.batch = ? AND n.input_size = ? ORDER BY nt.task_id",
+            [stored_network_name(workload.name, graph), batch_size, size])
+    return [task_id for (task_id,) in rows]
 
 
 def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,

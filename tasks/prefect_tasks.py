@@ -13,11 +13,12 @@ from tasks.sources import Workload
 
 @task(name="import-network", tags=["tvm"], task_run_name="import {workload.name}")
 def import_network(db: str, hardware: str, workload: Workload, batch_size: int,
-                   input_size: int | None = None, graph: str = "exported") -> list[int]:
+                   input_size: int | None = None, graph: str = "exported",
+                   reuse_stored: bool = False) -> list[int]:
     """Import a network into TVM (prepared as `graph`) and store its tuning tasks; returns
-    task ids."""
+    task ids (`reuse_stored`: those the store lists already, if it does)."""
     return collect.register_network(db, resolve_profile(hardware), workload, batch_size,
-                                    input_size, graph)
+                                    input_size, graph, reuse_stored)
 
 
 @task(name="sample-candidates", tags=["tvm"], task_run_name="sample {count} for task {task_id}")

@@ -7,6 +7,8 @@
 #   GRAPH=fp16 ... prepares the networks that way (collect --graph; fp16: tensor cores)
 #   SIMT=1 ... also samples each tensor-core task's SIMT space (collect --simt)
 #   BATCH=N, INPUT_SIZE=N ... collect --batch-size / --input-size (new shapes: new tasks)
+#   REUSE_TASKS=1 ... collect --reuse-tasks: networks DB lists already are not imported again
+#     (a presampled or resumed store: ~70 s of a 7-minute lease call went to imports)
 #
 # A GPU profile is declared in the file $TENFORGE_HARDWARE names (default: this script's
 # hardware.toml, an H100). Two collections may run at once (one per profile) on disjoint CORES
@@ -30,4 +32,4 @@ pin=()
 PREFECT_HOME=/tmp/prefect-$profile "${pin[@]}" python3 -m tenforge.cli collect \
     --hardware "$profile" --networks "$networks" --candidates "$candidates" --seed 0 --db "$db" \
     ${GRAPH:+--graph "$GRAPH"} ${SIMT:+--simt} ${BATCH:+--batch-size "$BATCH"} \
-    ${INPUT_SIZE:+--input-size "$INPUT_SIZE"}
+    ${INPUT_SIZE:+--input-size "$INPUT_SIZE"} ${REUSE_TASKS:+--reuse-tasks}

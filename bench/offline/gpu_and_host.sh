@@ -50,11 +50,14 @@ else  # sampling a float16 CUDA space is slow: session 48's 4-minute collect of 
 fi
 # unset: a warm machine's own cpu.duckdb is kept (a second call resumes it)
 [ -n "${CPU_STORE:-}" ] && presampled "$CPU_STORE" /tmp/collect/cpu.duckdb
-GRAPH=fp16 SIMT=${GPU_SIMT:-} BATCH=${GPU_BATCH:-} INPUT_SIZE=${GPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
+# a store there already (presampled, or a warm machine's) lists the networks: not imported again
+reuse() { [ -e "/tmp/collect/$1.duckdb" ] && echo 1; }
+gpu_reuse=$(reuse gpu) cpu_reuse=$(reuse cpu)
+REUSE_TASKS=$gpu_reuse GRAPH=fp16 SIMT=${GPU_SIMT:-} BATCH=${GPU_BATCH:-} INPUT_SIZE=${GPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh \
     "$gpu" "$gpu_networks" "${GPU_CANDIDATES:-8}" /tmp/collect/gpu.duckdb "$half-$((cores - 1))" \
     > /tmp/collect/gpu.log 2>&1 &
 gpu_pid=$!
-GRAPH=${CPU_GRAPH:-blocked} SIMT= BATCH=${CPU_BATCH:-} INPUT_SIZE=${CPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
+REUSE_TASKS=$cpu_reuse GRAPH=${CPU_GRAPH:-blocked} SIMT= BATCH=${CPU_BATCH:-} INPUT_SIZE=${CPU_INPUT_SIZE:-} timeout -s INT -k 60 "$limit" bench/offline/collect_there.sh local-1t \
     "$cpu_networks" 16 /tmp/collect/cpu.duckdb "0-$((half - 1))" > /tmp/collect/cpu.log 2>&1
 wait $gpu_pid
 export PYTHONPATH=/tmp/tenforge-site:$PWD TENFORGE_HARDWARE=$PWD/bench/offline/hardware.toml

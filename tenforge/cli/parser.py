@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "space (no tensor cores), to measure what tensor cores gain")
     p.add_argument("--measure-batch", type=_positive, default=16,
                    help="candidates built together before being run")
+    p.add_argument("--reuse-tasks", action="store_true",
+                   help="zoo networks the store already lists (same graph, batch and size) "
+                        "are not imported again (a presampled or resumed store)")
     p.add_argument("--outbox", default=None,
                    help="export this run's shard to this folder, for a central store to "
                         "ingest (default: $TENFORGE_OUTBOX; unset = no export)")

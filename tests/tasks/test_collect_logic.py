@@ -118,3 +118,27 @@ def test_a_task_sampled_out_for_a_seed_is_not_sampled_again_for_as_many(db, monk
     with Store(db, read_only=True) as store:
         assert store.query("SELECT seed, space, asked, found FROM sampled_out ORDER BY seed") \
             == [(0, "default", 6, 2), (1, "default", 5, 2)]
+
+
+def test_reused_tasks_skip_the_import_only_where_the_store_lists_the_network(db, monkeypatch):
+    """--reuse-tasks: a lease's collect on a presampled store spent ~70 s of 7 minutes importing
+    networks the store already listed. A listed zoo network returns its stored tasks without
+    TVM; one the store does not list (another batch) is imported as always."""
+    import tasks.workloads
+
+    cpu = resolve_profile("local-1t")
+    imported = register_network(db, cpu, "matmul", 1)
+    real_extract = tasks.workloads.extract_network_tasks
+    extracted = []
+
+    def counting_extract(*args, **kwargs):
+        extracted.append(args[1])  # the batch
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.workloads, "extract_network_tasks", counting_extract)
+    assert register_network(db, cpu, "matmul", 1, reuse_stored=True) == imported
+    assert extracted == []
+    other_batch = register_network(db, cpu, "matmul", 2, reuse_stored=True)
+    assert extracted == [2] and other_batch  # (a matmul task may be the same at any batch)
+    register_network(db, cpu, "matmul", 1)  # without it: imported again
+    assert extracted == [2, 1]
