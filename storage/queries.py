@@ -55,6 +55,16 @@ def network_names(store: Store) -> set[str]:
     return {n for (n,) in store.query("SELECT DISTINCT name FROM networks")}
 
 
+def stored_network_tasks(store: Store, name: str, batch: int, input_size: int) -> list[int]:
+    """The task ids the store lists for network `name` (its stored name) at this batch and
+    size, in task id order; empty where it lists none."""
+    rows = store.query(
+        "SELECT nt.task_id FROM networks n JOIN network_tasks nt USING (network_id) "
+        "WHERE n.name = ? AND n.batch = ? AND n.input_size = ? ORDER BY nt.task_id",
+        [name, batch, input_size])
+    return [task_id for (task_id,) in rows]
+
+
 # A network's label: its name where the store holds it at one (batch, input size), else
 # NAME@SIZE (and :BATCH when not 1) for each, the syntax bench/collect_seed.sh takes. A
 # network-level score is about one network instance; a held-out family is every instance.

@@ -111,6 +111,7 @@ def stored_task_ids(db: str, network: str | Workload, batch_size: int,
     """The task ids the store lists for zoo `network` at this batch, size and graph, in task id
     order (empty: not stored, or not a zoo network, whose file may have changed)."""
     from core.graphs import stored_network_name
+    from storage.queries import stored_network_tasks
     from storage.store import Store
     from tasks.networks import network_def
     from tasks.sources import ZOO
@@ -120,11 +121,8 @@ def stored_task_ids(db: str, network: str | Workload, batch_size: int,
         return []
     size = network_def(workload.name).default_size if input_size is None else input_size
     with Store(db, read_only=True) as store:
-        rows = store.query(
-            "SELECT nt.task_id FROM networks n JOIN network_tasks nt USING (network_id) "
-            "WHERE n.name = ? AND n.batch = ? AND n.input_size = ? ORDER BY nt.task_id",
-            [stored_network_name(workload.name, graph), batch_size, size])
-    return [task_id for (task_id,) in rows]
+        return stored_network_tasks(store, stored_network_name(workload.name, graph),
+                                    batch_size, size)
 
 
 def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
