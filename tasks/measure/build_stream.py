@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from core.records import MeasureJob
 
+THREAD_PREFIX = "build-stream-"
 # build(worker, job) -> the build's outcome (a dict); it must not raise: a raising build
 # would leave its candidate without an outcome, so it is wrapped (an error outcome instead).
 BuildOne = Callable[[Any, MeasureJob], dict]
@@ -37,8 +38,9 @@ class BuildStream:
         self._current = 0
         self._stopped = False
         # daemon: a build that hangs past close() must not keep the process alive
-        self._threads = [threading.Thread(target=self._drain, args=(worker,), daemon=True)
-                         for worker in builders]
+        self._threads = [threading.Thread(target=self._drain, args=(worker,), daemon=True,
+                                          name=f"{THREAD_PREFIX}{i}")
+                         for i, worker in enumerate(builders)]
         for thread in self._threads:
             thread.start()
 

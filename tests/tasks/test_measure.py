@@ -324,3 +324,32 @@ def test_overlapped_chunks_measure_every_candidate_once_in_order(profile):
     assert yielded == [[0, 1], [2, 3], [4]]
     assert [r.candidate_id for r in seen] == [0, 1, 2, 3, 4]
     assert all(r.error_kind is None and r.verified for r in seen), [r.error_msg for r in seen]
+
+
+def test_an_overlapped_measure_interrupted_mid_chunk_stops_its_builders(profile):
+    # a lease's collect ends by SIGINT at its deadline, usually mid-chunk with builds under way
+    import time
+
+    from tasks.measure.build_stream import THREAD_PREFIX
+
+    task, jobs = _matmul_jobs(profile.target, 32, 6, seed=2)
+    got = []
+
+    def interrupted_at_the_second(result):
+        got.append(result)
+        if len(got) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with Measurer(profile, build_workers=2, overlap_builds=True) as measurer:
+            artifacts = measurer.artifact_dir
+            # chunks of one: at the interrupt chunks 3-5 may not build yet, so the builders
+            # wait for the runner, and only the stream's close can end them
+            for _ in measurer.measure_chunks([[job] for job in jobs],
+                                             on_result=interrupted_at_the_second):
+                pass
+    assert len(got) == 2 and not os.path.exists(artifacts)
+    deadline = time.monotonic() + 30
+    while any(t.name.startswith(THREAD_PREFIX) for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a build-stream thread outlived its measurer"
+        time.sleep(0.1)
