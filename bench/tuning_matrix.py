@@ -89,6 +89,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            measurements instead of 64. On the Xeon's mobilenet_v2 (session 69) two 1x1
            convolutions at 112x112 kept picks 1.4-1.7x slower than XGB's after 39-78 trials
            of their own, where the pre-trained model still weighed 45-62%
+  warm-focus-pop4-w128-online-xfer  the default learned search (-online) whose warm start also
+           ranks -xfer's transferred schedules: on BERT's four heavy matmuls (Zen 4, session 90)
+           the model's top 4 of 128 samples and 32 transfers from other networks' matmuls
+           measured 4.6-6.2 ms, within 0-13% of XGB's final picks, where the warm starts'
+           picks had been 1.2-1.6x them (bench/warm_start_pools.py)
   warm-focus-pop4-w128-online-preq  -online whose online model's weight is each task's own:
            the one under which the blend best ranked the task's measured batches, each
            scored before the models learned it (models/online_blend.py; the count rule at 64
@@ -211,6 +216,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-online-preq-nchw16c",
             "warm-focus-pop4-w128-online-spread", "warm-focus-pop4-w128-online-spread-nchw8c",
             "warm-focus-pop4-w128-online-spread-nchw16c",
+            "warm-focus-pop4-w128-online-xfer", "warm-focus-pop4-w128-online-xfer-nchw8c",
+            "warm-focus-pop4-w128-online-xfer-nchw16c",
             )  # appended: the report's order and plot colours stay
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate

@@ -43,6 +43,10 @@ def main() -> None:
     parser.add_argument("--hardware", default="local-1t", help="profile to measure on")
     parser.add_argument("--network", required=True, help="stored network name (with +GRAPH)")
     parser.add_argument("--tasks", required=True, help="comma-separated task names")
+    parser.add_argument("--input-size", type=int, default=None,
+                        help="the network's stored input size, where the store holds it at "
+                             "several (a task name may recur: bert@64 and bert@128)")
+    parser.add_argument("--batch-size", type=int, default=1, help="the network's stored batch")
     parser.add_argument("--holdout", default="", help="networks whose tasks lend nothing")
     parser.add_argument("--pools", default=",".join(POOLS),
                         help=f"comma-separated pools to measure, of {', '.join(POOLS)}")
@@ -74,11 +78,16 @@ def main() -> None:
         tasks = store.query(
             "SELECT t.workload_hash, t.task_name, t.flops, t.mod_json FROM network_tasks nt "
             "JOIN networks n USING (network_id) JOIN tasks t USING (task_id) WHERE n.name = ? "
-            "AND t.task_name IN (SELECT unnest(?::VARCHAR[]))", [args.network, names])
-    if len(tasks) != len(names):
-        found = {name for _, name, _, _ in tasks}
-        raise SystemExit(f"{args.network} in {args.db} has no task(s) "
-                         f"{', '.join(n for n in names if n not in found)}")
+            "AND n.batch = ? AND (? IS NULL OR n.input_size = ?) "
+            "AND t.task_name IN (SELECT unnest(?::VARCHAR[]))",
+            [args.network, args.batch_size, args.input_size, args.input_size, names])
+    found = [name for _, name, _, _ in tasks]
+    if sorted(found) != sorted(names):
+        missing = [n for n in names if n not in found]
+        where = f"{args.network} (batch {args.batch_size}, size {args.input_size or 'any'})"
+        raise SystemExit(f"{where} in {args.db}: " + (
+            f"no task(s) {', '.join(missing)}" if missing
+            else "a task name recurs at several sizes: name one with --input-size"))
     model = load_model(args.model)
     hardware = np.array(profile.feature_vector(), np.float32)
 
