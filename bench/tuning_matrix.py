@@ -92,8 +92,9 @@ Variants (the first is the baseline the search-time speedup is measured against)
   warm-focus-pop4-w128-online-xfer  the default learned search (-online) whose warm start also
            ranks -xfer's transferred schedules: on BERT's four heavy matmuls (Zen 4, session 90)
            the model's top 4 of 128 samples and 32 transfers from other networks' matmuls
-           measured 4.6-6.2 ms, within 0-13% of XGB's final picks, where the warm starts'
-           picks had been 1.2-1.6x them (bench/warm_start_pools.py)
+           measured 1.5-6.2 ms, within 13% of XGB's final picks, where the warm starts'
+           picks had been 1.1-2.0x them (bench/warm_start_pools.py). As a search, seed 5:
+           6.22x against the default's 6.35x, its warm start 1% lower in twice the time
   warm-focus-pop4-w128-online-preq  -online whose online model's weight is each task's own:
            the one under which the blend best ranked the task's measured batches, each
            scored before the models learned it (models/online_blend.py; the count rule at 64
