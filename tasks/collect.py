@@ -113,16 +113,26 @@ def stored_task_ids(db: str, network: str | Workload, batch_size: int,
     from core.graphs import stored_network_name
     from storage.queries import stored_network_tasks
     from storage.store import Store
-    from tasks.networks import network_def
-    from tasks.sources import ZOO
 
-    workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    workload = _as_workload(network)
     if not workload.is_zoo or not os.path.exists(db):
         return []
-    size = network_def(workload.name).default_size if input_size is None else input_size
     with Store(db, read_only=True) as store:
         return stored_network_tasks(store, stored_network_name(workload.name, graph),
-                                    batch_size, size)
+                                    batch_size, _zoo_size(workload, input_size))
+
+
+def _as_workload(network: str | Workload) -> Workload:
+    from tasks.sources import ZOO
+
+    return network if isinstance(network, Workload) else Workload(network, ZOO, network)
+
+
+def _zoo_size(workload: Workload, input_size: int | None) -> int:
+    """A zoo network's stored input size: `input_size`, or the network's default."""
+    from tasks.networks import network_def
+
+    return network_def(workload.name).default_size if input_size is None else input_size
 
 
 def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
@@ -134,13 +144,11 @@ def network_task_ids(db: str, profile: HardwareProfile, network: str | Workload,
     from core.graphs import stored_network_name
     from storage.store import Store
     from tasks.network_registry import ensure_registered
-    from tasks.networks import network_def
-    from tasks.sources import ZOO
     from tasks.workloads import extract_network_tasks
 
-    workload = network if isinstance(network, Workload) else Workload(network, ZOO, network)
+    workload = _as_workload(network)
     if workload.is_zoo:
-        size = network_def(workload.name).default_size if input_size is None else input_size
+        size = _zoo_size(workload, input_size)
     else:  # its inputs bring their own sizes
         ensure_registered(db, workload, profile.target)
         size = 0
