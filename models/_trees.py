@@ -37,6 +37,9 @@ class TreeConfig(ModelConfig):
     # And the micro-kernel estimate made from the tile block (models/kernel_features.py),
     # after every other block; it needs traces, as the tile block does
     kernel_features: bool = False
+    # And what the compiled code does (models/asm_features.py), after every other block: the
+    # data must carry Dataset.asm, which costs a build a row (tasks/compiled_code.py)
+    asm_features: bool = False
     # Weight each task's rows by (its best latency x the most times a network runs it)^power,
     # scaled to a mean of 1 per profile: the ranking loss then leans toward the tasks that make
     # up a network's latency, and away from microsecond kernels whose candidates differ by
@@ -84,7 +87,7 @@ class TreeConfig(ModelConfig):
 def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
                 with_tiles: bool = False, main_store: bool = False,
                 store_max: bool = False, task_centred: bool = False,
-                kernel: bool = False) -> np.ndarray:
+                kernel: bool = False, asm: bool = False) -> np.ndarray:
     pack_sum = data.pack_sum()
     parts = [pack_sum]
     if with_hardware:
@@ -106,6 +109,11 @@ def tree_inputs(data: Dataset, with_hardware: bool, with_trace: bool = False,
         parts.append(data.task_centred(pack_sum))
     if kernel:
         parts.append(kernel_columns(data.trace, data.hardware_features[data.candidate_hardware()]))
+    if asm:
+        if data.asm is None:
+            raise TenforgeError("this model takes assembly features and the data has none: "
+                                "set Dataset.asm from tasks.compiled_code.asm_features")
+        parts.append(data.asm)
     return np.hstack(parts) if len(parts) > 1 else parts[0]
 
 
@@ -122,7 +130,7 @@ def config_inputs(data: Dataset, config: TreeConfig) -> np.ndarray:
     """tree_inputs as `config` asks for them."""
     return tree_inputs(data, config.hardware_features, config.trace_features,
                        config.tile_features, config.main_store, config.store_max,
-                       config.task_centred, config.kernel_features)
+                       config.task_centred, config.kernel_features, config.asm_features)
 
 
 def task_weights(data: Dataset, power: float) -> np.ndarray:

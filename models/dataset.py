@@ -89,6 +89,9 @@ class Dataset:
     # or NAME@SIZE[:BATCH] where the store holds several instances (network_family)
     workload_networks: dict[str, dict[str, int]] = field(default_factory=dict)
     trace: np.ndarray | None = None  # float32 [n, trace_features.DIM] when spec.traces
+    # float32 [n, asm_features.ASM_DIM], what the compiled code does: never loaded from the
+    # store (each row costs a build, tasks/compiled_code.py), set by whoever built them
+    asm: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.candidate_id.size)
@@ -169,7 +172,8 @@ class Dataset:
                        self.store_features[take], self.group_hardware, self.group_workload,
                        self.group_task_name, self.group_flops, self.hardware_names,
                        self.hardware_features, self.workload_networks,
-                       None if self.trace is None else self.trace[index])
+                       None if self.trace is None else self.trace[index],
+                       None if self.asm is None else self.asm[index])
 
     def fingerprint(self) -> str:
         """Identifies the rows and labels (for lineage) by what they are: each row's profile,

@@ -212,6 +212,16 @@ def candidate_traces(store: Store, candidate_ids: Sequence[int]) -> dict[int, st
                             "IN (SELECT unnest(?))", [list(candidate_ids)]))
 
 
+def candidate_programs(store: Store, candidate_ids: Sequence[int]) -> list[tuple]:
+    """(candidate id, workload hash, task module JSON, trace JSON, target JSON) of each
+    candidate, grouped by task: what rebuilding them needs (tasks/compiled_code.py)."""
+    return store.query(
+        "SELECT c.candidate_id, t.workload_hash, t.mod_json, c.trace_json, h.target_json "
+        "FROM candidates c JOIN tasks t USING (task_id) JOIN hardware h USING (hardware_id) "
+        "WHERE c.candidate_id IN (SELECT unnest(?)) ORDER BY t.workload_hash, c.candidate_id",
+        [list(candidate_ids)])
+
+
 def model_splits(store: Store) -> list[tuple[str, str, str | None]]:
     """(model id, artifact path, split JSON) of every registered model."""
     return store.query("SELECT model_id, path, split_json FROM models ORDER BY created_at")

@@ -1,0 +1,32 @@
+"""bench/asm_features.py: its arms and its one-line refusals (the bench itself is a study)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.asm_features import RECIPE, arms, check_args
+
+
+def test_the_arms_differ_only_in_the_asm_block_and_the_share_of_tasks():
+    (full, full_params, full_share), (plain, plain_params, share), (asm, asm_params, share2) = \
+        arms(RECIPE)
+    assert (full_share, share, share2) == (False, True, True)
+    assert full_params == plain_params == RECIPE
+    assert asm_params == {**RECIPE, "asm_features": True}
+
+
+@pytest.mark.parametrize("train_tasks, hardware, processes, message", [
+    (0.0, "cpu-znver4-avx512-1t", 2, "--train-tasks 0.0: give a share above 0"),
+    (1.5, "cpu-znver4-avx512-1t", 2, "--train-tasks 1.5"),
+    (0.25, "gpu-h200", 2, "give one CPU profile"),
+    (0.25, "cpu-a-1t,cpu-b-1t", 2, "give one CPU profile"),
+    (0.25, "cpu-znver4-avx512-1t", 0, "--processes 0"),
+])
+def test_bad_arguments_are_refused_in_one_line(train_tasks, hardware, processes, message):
+    with pytest.raises(SystemExit) as refused:
+        check_args(train_tasks, hardware, processes)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_good_arguments_pass():
+    check_args(0.25, "cpu-znver4-avx512-1t", 2)
