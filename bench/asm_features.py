@@ -46,6 +46,17 @@ def arms(params: dict) -> list[tuple[str, dict, bool]]:
             ("recipe + asm", {**params, "asm_features": True}, True)]
 
 
+def asm_gain(model) -> dict[str, float]:
+    """Each assembly column's share of a LightGBM model's total split gain, largest first, the
+    block's sum under "all" (the block is the last of the inputs, models/_trees.tree_inputs)."""
+    from models.asm_features import ASM_NAMES
+
+    gain = model.booster.feature_importance("gain", iteration=model.best_iteration)
+    share = gain[-len(ASM_NAMES):] / max(gain.sum(), 1e-12)
+    ranked = sorted(zip(ASM_NAMES, share.tolist()), key=lambda item: -item[1])
+    return {"all": float(share.sum()), **dict(ranked)}
+
+
 def check_args(train_tasks: float, hardware: str, processes: int) -> None:
     """A one-line refusal of a share outside (0, 1], anything but one CPU profile, or no
     build process: before minutes of loading."""
@@ -112,6 +123,10 @@ def main() -> None:
             scores = model.predict(scored)
             result = {**network_topk(scored, scores, holdout), **ranking_metrics(scored, scores)}
             run["arms"][name] = {k: float(result[k]) for k in KEYS}
+            if arm_params.get("asm_features"):
+                run["asm_gain"] = asm_gain(model)
+                print("  the asm block's share of the trees' gain: " + ", ".join(
+                    f"{k} {v:.3f}" for k, v in list(run["asm_gain"].items())[:6]), flush=True)
             print(f"  {name}: network top-1 {result['mean_network_top1']:.3f}, top-5 "
                   f"{result['mean_network_top5']:.3f} ({time.perf_counter() - tic:.0f} s)",
                   flush=True)

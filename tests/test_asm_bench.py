@@ -30,3 +30,23 @@ def test_bad_arguments_are_refused_in_one_line(train_tasks, hardware, processes,
 
 def test_good_arguments_pass():
     check_args(0.25, "cpu-znver4-avx512-1t", 2)
+
+
+def test_the_asm_gain_is_the_blocks_share_of_the_trees_gain():
+    from dataclasses import replace
+
+    import numpy as np
+
+    from bench.asm_features import asm_gain
+    from models.asm_features import ASM_DIM, ASM_NAMES
+    from models.registry import create_model
+    from tests.models.synthetic import synthetic_dataset
+
+    data = synthetic_dataset()
+    asm = np.zeros((len(data), ASM_DIM), np.float32)
+    asm[:, 3] = np.where(np.isfinite(data.latency), -np.log(data.latency), -99)
+    model = create_model("lgbm", seed=0, asm_features=True, n_estimators=20)
+    model.fit(replace(data, asm=asm), None)
+    gain = asm_gain(model)
+    assert 0 < gain["all"] <= 1 and list(gain)[1] == ASM_NAMES[3]
+    assert sum(v for k, v in gain.items() if k != "all") == pytest.approx(gain["all"])
