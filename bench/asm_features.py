@@ -7,13 +7,15 @@ validation part gets the same share), and the held-out networks' rows of the pro
 scored whole. Arms, each trained on the same split with the same seed:
 - "recipe, all tasks": the recipe on the whole training part (no assembly: what it scores today);
 - "recipe": the recipe on the chosen share of tasks;
-- "recipe + asm": the same share, with the assembly columns.
+- "recipe + asm": the same share, with the assembly columns;
+- the first arm's top --rerank picks of each task re-ordered by the third's scores: a cheap
+  model ranks every candidate and only its favourites are built (no new training).
 Scores: TenSet's network-level top-1 and top-5 (mean over the held-out networks), peak@1,
 pairwise; median over the seeds and per seed.
 
     .venv/bin/python bench/asm_features.py --db STORE --hardware cpu-znver4-avx512-1t \
         [--holdout resnet50,mobilenet_v2,bert] [--seeds 0,1,2] [--train-tasks 0.25] \
-        [--params RECIPE_JSON] [--processes 2] [--cache FILE.npz] [--json OUT]
+        [--params RECIPE_JSON] [--rerank 8] [--processes 2] [--cache FILE.npz] [--json OUT]
 
 The cache keeps every row's columns across runs (it belongs to --db): a run that stops resumes.
 """
@@ -46,6 +48,23 @@ def arms(params: dict) -> list[tuple[str, dict, bool]]:
             ("recipe + asm", {**params, "asm_features": True}, True)]
 
 
+def rerank_name(n: int) -> str:
+    return f"recipe, all tasks; its top {n} re-ranked by recipe + asm"
+
+
+def rerank_top(first: np.ndarray, second: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Scores that order each group's top `n` by `first` among themselves by `second`, above
+    the group's other rows, which keep `first`'s order: a cheap model ranks every candidate,
+    and only its favourites are built for their assembly."""
+    out = np.empty(len(first))
+    for g in np.unique(group):
+        rows = np.flatnonzero(group == g)
+        order = rows[np.argsort(-first[rows], kind="stable")]
+        top = order[:n][np.argsort(-second[order[:n]], kind="stable")]
+        out[np.r_[top, order[n:]]] = -np.arange(rows.size, dtype=np.float64)
+    return out
+
+
 def asm_gain(model) -> dict[str, float]:
     """Each assembly column's share of a LightGBM model's total split gain, largest first, the
     block's sum under "all" (the block is the last of the inputs, models/_trees.tree_inputs)."""
@@ -57,9 +76,9 @@ def asm_gain(model) -> dict[str, float]:
     return {"all": float(share.sum()), **dict(ranked)}
 
 
-def check_args(train_tasks: float, hardware: str, processes: int) -> None:
-    """A one-line refusal of a share outside (0, 1], anything but one CPU profile, or no
-    build process: before minutes of loading."""
+def check_args(train_tasks: float, hardware: str, processes: int, rerank: int = 8) -> None:
+    """A one-line refusal of a share outside (0, 1], anything but one CPU profile, no build
+    process or nothing to re-rank: before minutes of loading."""
     if not 0 < train_tasks <= 1:
         raise SystemExit(f"--train-tasks {train_tasks}: give a share above 0, at most 1")
     if "," in hardware or not hardware.startswith("cpu-"):
@@ -67,6 +86,8 @@ def check_args(train_tasks: float, hardware: str, processes: int) -> None:
                          "assembly), e.g. cpu-znver4-avx512-1t")
     if processes < 1:
         raise SystemExit(f"--processes {processes}: give 1 or more build processes")
+    if rerank < 2:
+        raise SystemExit(f"--rerank {rerank}: give 2 or more picks to re-order")
 
 
 def main() -> None:
@@ -79,11 +100,13 @@ def main() -> None:
     parser.add_argument("--train-tasks", type=float, default=0.25,
                         help="share of the training part's tasks the arms train on (0-1]")
     parser.add_argument("--params", default=json.dumps(RECIPE), help="the lgbm recipe (JSON)")
+    parser.add_argument("--rerank", type=int, default=8,
+                        help="the re-ranking arm builds this many of each task's top picks")
     parser.add_argument("--processes", type=int, default=2, help="build processes")
     parser.add_argument("--cache", type=Path, help=".npz keeping every row's columns")
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
-    check_args(args.train_tasks, args.hardware, args.processes)
+    check_args(args.train_tasks, args.hardware, args.processes, args.rerank)
     params = parse_params(args.params)
     bootstrap()
     from models.dataset import DataSpec, load_dataset
@@ -115,13 +138,15 @@ def main() -> None:
         run = {"seed": seed, "rows": {"train": len(few), "train_all": len(train),
                                       "valid": len(few_valid), "test": len(test)},
                "asm_failed": int(np.isnan(with_asm[2].asm[:, 0]).sum()), "arms": {}}
+        scores = {}
         for name, arm_params, on_share in arms(params):
             fit_train, fit_valid, scored = (with_asm if on_share else (train, valid, test))
             model = create_model("lgbm", seed=seed, **arm_params)
             tic = time.perf_counter()
             model.fit(fit_train, fit_valid)
-            scores = model.predict(scored)
-            result = {**network_topk(scored, scores, holdout), **ranking_metrics(scored, scores)}
+            scores[name] = model.predict(scored)
+            result = {**network_topk(scored, scores[name], holdout),
+                      **ranking_metrics(scored, scores[name])}
             run["arms"][name] = {k: float(result[k]) for k in KEYS}
             if arm_params.get("asm_features"):
                 run["asm_gain"] = asm_gain(model)
@@ -130,9 +155,16 @@ def main() -> None:
             print(f"  {name}: network top-1 {result['mean_network_top1']:.3f}, top-5 "
                   f"{result['mean_network_top5']:.3f} ({time.perf_counter() - tic:.0f} s)",
                   flush=True)
+        reranked = rerank_top(scores["recipe, all tasks"], scores["recipe + asm"], test.group,
+                              args.rerank)
+        result = {**network_topk(test, reranked, holdout), **ranking_metrics(test, reranked)}
+        run["arms"][rerank_name(args.rerank)] = {k: float(result[k]) for k in KEYS}
+        print(f"  {rerank_name(args.rerank)}: network top-1 {result['mean_network_top1']:.3f}, "
+              f"top-5 {result['mean_network_top5']:.3f}", flush=True)
         runs.append(run)
+    names = [name for name, _, _ in arms(params)] + [rerank_name(args.rerank)]
     rows = [(name, *(spread([r["arms"][name][k] for r in runs], 3) for k in KEYS))
-            for name, _, _ in arms(params)]
+            for name in names]
     print(f"\n{args.hardware}, held out {', '.join(holdout)}, seeds {args.seeds}, training "
           f"share {args.train_tasks:g} of the tasks (median, min-max):")
     print(format_table(["arm", *KEYS], rows))

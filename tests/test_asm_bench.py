@@ -50,3 +50,23 @@ def test_the_asm_gain_is_the_blocks_share_of_the_trees_gain():
     gain = asm_gain(model)
     assert 0 < gain["all"] <= 1 and list(gain)[1] == ASM_NAMES[3]
     assert sum(v for k, v in gain.items() if k != "all") == pytest.approx(gain["all"])
+
+
+def test_rerank_orders_only_the_first_models_top_picks_by_the_second():
+    import numpy as np
+
+    from bench.asm_features import rerank_top
+
+    group = np.array([0, 0, 0, 0, 1, 1])
+    first = np.array([4.0, 3.0, 2.0, 1.0, 0.0, 5.0])   # group 0: rows 0 > 1 > 2 > 3
+    second = np.array([0.0, 9.0, 99.0, 7.0, 1.0, 0.0])  # prefers 2, then 1: 2 is not top 2
+    got = rerank_top(first, second, group, 2)
+    order0 = np.argsort(-got[:4], kind="stable")
+    assert order0.tolist() == [1, 0, 2, 3]  # top 2 swapped, the rest in first's order
+    assert np.argsort(-got[4:]).tolist() == [0, 1]  # group 1: second prefers row 4 over 5
+    assert rerank_top(first, second, group, 1)[:4].argmax() == 0
+
+
+def test_nothing_to_rerank_is_refused():
+    with pytest.raises(SystemExit, match="--rerank 1"):
+        check_args(0.25, "cpu-znver4-avx512-1t", 2, 1)
