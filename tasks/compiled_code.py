@@ -41,9 +41,9 @@ def candidate_asm(tvm: Any, mod: Any, trace_json: str, target: dict) -> str:
     return tvm.compile(sch.mod, target=Target(target)).mod.inspect_source("asm")
 
 
-def _asm_job(job: Job) -> list[tuple[int, bytes | None]]:
+def _asm_job(job: Job) -> list[tuple[int, bytes | str]]:
     """In a worker: each candidate of one task's job, as (id, its compute functions' assembly,
-    zlib-compressed) or (id, None) where its build fails."""
+    zlib-compressed) or (id, the error's first line) where its build fails."""
     from core.tvm_env import load_tvm
 
     mod_json, target_json, candidates = job
@@ -55,14 +55,15 @@ def _asm_job(job: Job) -> list[tuple[int, bytes | None]]:
         try:
             text = compute_text(candidate_asm(tvm, mod, trace, target))
             out.append((candidate_id, zlib.compress(text.encode(), 6)))
-        except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses for a failed build
-            out.append((candidate_id, None))
+        except Exception as error:  # noqa: BLE001 - TVM raises TVMError subclasses
+            out.append((candidate_id, (str(error).strip().splitlines() or ["?"])[-1][:200]))
     return out
 
 
-def _load_cache(cache: Path | None, db: str) -> dict[int, bytes]:
+def _load_cache(cache: Path | None, db: str) -> tuple[dict[int, bytes], set[int]]:
+    """(candidate id -> compressed assembly, the ids whose build failed) of a cache file."""
     if cache is None or not cache.exists():
-        return {}
+        return {}, set()
     with np.load(cache) as saved:
         if str(saved["store"]) != str(Path(db).resolve()):
             raise TenforgeError(f"{cache} holds the assembly of {saved['store']}'s candidates; "
@@ -70,16 +71,17 @@ def _load_cache(cache: Path | None, db: str) -> dict[int, bytes]:
                                 "a new file name")
         blob, ends = saved["blob"].tobytes(), saved["ends"].tolist()
         starts = [0] + ends[:-1]
-        return {i: blob[a:b] for i, a, b in zip(saved["ids"].tolist(), starts, ends)}
+        return ({i: blob[a:b] for i, a, b in zip(saved["ids"].tolist(), starts, ends)},
+                set(saved["failed"].tolist()) if "failed" in saved.files else set())
 
 
-def _save_cache(cache: Path, db: str, texts: dict[int, bytes]) -> None:
+def _save_cache(cache: Path, db: str, texts: dict[int, bytes], failed: set[int]) -> None:
     ids = sorted(texts)
     ends = np.cumsum([len(texts[i]) for i in ids], dtype=np.int64)
     blob = np.frombuffer(b"".join(texts[i] for i in ids), np.uint8)
     partial = cache.with_name(cache.name + ".partial.npz")  # np.savez adds .npz otherwise
     np.savez(partial, store=str(Path(db).resolve()), ids=np.array(ids, np.int64), ends=ends,
-             blob=blob)
+             blob=blob, failed=np.array(sorted(failed), np.int64))
     partial.replace(cache)  # whole or not at all: a run killed mid-write keeps the last cache
 
 
@@ -87,15 +89,16 @@ def asm_features(db: str, candidate_ids: Sequence[int], processes: int = 2,
                  cache: Path | None = None,
                  progress: Callable[[str], None] = lambda _: None) -> np.ndarray:
     """models/asm_features.ASM_NAMES of each candidate of `db`, float32 [n, ASM_DIM] in the
-    order of `candidate_ids`; NaN rows where a build failed (a tree reads NaN as missing).
+    order of `candidate_ids`; NaN rows where a build failed (a tree reads NaN as missing), and
+    the cache remembers the failure.
     The cache keeps each candidate's assembly, not its columns: a change to the columns reads
     them again from the text, without a build."""
     from storage import queries
     from storage.store import Store
 
-    texts = _load_cache(cache, db)
-    wanted = sorted({int(c) for c in candidate_ids} - set(texts))
-    failed: set[int] = set()
+    texts, failed = _load_cache(cache, db)  # a failed build is not tried again
+    wanted = sorted({int(c) for c in candidate_ids} - set(texts) - failed)
+    errors: dict[str, int] = {}
     if wanted:
         with Store(db, read_only=True) as store:
             programs = queries.candidate_programs(store, wanted)
@@ -107,20 +110,23 @@ def asm_features(db: str, candidate_ids: Sequence[int], processes: int = 2,
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
             for future in as_completed([pool.submit(_asm_job, job) for job in jobs.values()]):
                 for candidate_id, text in future.result():
-                    if text is None:
+                    if isinstance(text, str):
                         failed.add(candidate_id)
+                        errors[text] = errors.get(text, 0) + 1
                     else:
                         texts[candidate_id] = text
                     done += 1
                 if cache is not None and time.perf_counter() - last_save > 60:
-                    _save_cache(cache, db, texts)
+                    _save_cache(cache, db, texts, failed)
                     last_save = time.perf_counter()
                     progress(f"assembly read for {done} of {len(wanted)} candidates "
                              f"({done / (last_save - start):.1f}/s, {len(failed)} failed)")
         if cache is not None:
-            _save_cache(cache, db, texts)
+            _save_cache(cache, db, texts, failed)
         progress(f"assembly read for {done} candidates in {time.perf_counter() - start:.0f} s "
-                 f"({len(failed)} failed to build)")
+                 f"({sum(errors.values())} failed to build)")
+        for message, times in sorted(errors.items(), key=lambda item: -item[1])[:3]:
+            progress(f"  {times} x {message}")
     out = np.full((len(candidate_ids), ASM_DIM), np.nan, np.float32)
     for row, candidate_id in enumerate(candidate_ids):
         text = texts.get(int(candidate_id))

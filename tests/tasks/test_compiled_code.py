@@ -57,10 +57,12 @@ def test_a_cache_of_another_store_is_refused(tmp_path):
     text = ("\t.type\tf_compute_,@function\nf_compute_:\n"
             "\tvfmadd231ps\t%zmm1, %zmm2, %zmm0\n\tretq\n")
     _save_cache(cache, str(tmp_path / "one.duckdb"), {7: zlib.compress(text.encode()),
-                                                       9: zlib.compress(b"")})
+                                                       9: zlib.compress(b"")}, {11})
     with pytest.raises(TenforgeError, match="candidate ids are store-local"):
         asm_features(str(tmp_path / "other.duckdb"), [7], cache=cache)
     # ...and the one it belongs to answers from its text without a store
-    got = asm_features(str(tmp_path / "one.duckdb"), [9, 7], cache=cache)
-    assert np.array_equal(got, np.stack([asm_vector(""), asm_vector(text)]))
+    # (a failed build, 11, is remembered: NaN, and no store opened to try it again)
+    got = asm_features(str(tmp_path / "one.duckdb"), [9, 7, 11], cache=cache)
+    assert np.array_equal(got[:2], np.stack([asm_vector(""), asm_vector(text)]))
     assert got[1, ASM_NAMES.index("kernel_fma_zmm")] == 1  # log2(1 + 1)
+    assert np.isnan(got[2]).all()
