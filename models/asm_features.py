@@ -126,7 +126,8 @@ def trip_count(kernel: list[tuple[str, str]]) -> float:
 
 def compute_text(asm: str) -> str:
     """The compute functions' lines of `asm` alone (their `.type` lines, labels and
-    instructions): a tenth of the text, and asm_vector reads the same from it."""
+    instructions): a third to a half of the text on convolutions, and asm_vector reads the
+    same from it."""
     functions = set(_FUNCTION.findall(asm))
     keep, inside = [], False
     for line in asm.splitlines():

@@ -7,7 +7,7 @@ studies and re-ranking a few picks, not ranking a search's thousands.
 
 Builds run in worker processes (TVM and PyTorch each ship LLVM; this process never imports
 TVM), `processes` at a time, one task's candidates per job. A cache file (.npz) keeps each
-candidate's compute functions' assembly (zlib, ~5 KB), so a run that stops resumes where it
+candidate's compute functions' assembly (zlib, ~4 KB), so a run that stops resumes where it
 was and a change to the columns costs no build; it belongs to one store (candidate ids are
 store-local) and says which.
 """
