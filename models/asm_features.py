@@ -24,7 +24,7 @@ trip count where the latch compares with a constant. Pure text in, floats out: n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -124,55 +124,48 @@ def trip_count(kernel: list[tuple[str, str]]) -> float:
     return 0.0
 
 
+def _compute_lines(asm: str) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, line) of the compute functions' lines, in order: ("type", "", line) for
+    a `.type` line, ("function", name, line) where a function begins, ("label", name, line),
+    ("insn", "", line); directives, comments and every other function left out."""
+    functions = set(_FUNCTION.findall(asm))
+    inside = False
+    for line in asm.splitlines():
+        function = _FUNCTION.match(line)
+        if function:
+            if not _NOT_COMPUTE.match(function.group(1).lstrip(".")):
+                yield "type", "", line
+            continue
+        label = _LABEL.match(line)
+        if label and label.group(1) in functions:
+            inside = not _NOT_COMPUTE.match(label.group(1).lstrip("."))
+            if inside:
+                yield "function", label.group(1), line
+        elif inside and label:
+            yield "label", label.group(1), line
+        elif inside and line.startswith("\t"):
+            text = line.strip()
+            if text and not text.startswith((".", "#")):
+                yield "insn", "", line
+
+
 def compute_text(asm: str) -> str:
     """The compute functions' lines of `asm` alone (their `.type` lines, labels and
     instructions): a third to a half of the text on convolutions, and asm_vector reads the
     same from it."""
-    functions = set(_FUNCTION.findall(asm))
-    keep, inside = [], False
-    for line in asm.splitlines():
-        function = _FUNCTION.match(line)
-        label = _LABEL.match(line)
-        if function:
-            if not _NOT_COMPUTE.match(function.group(1).lstrip(".")):
-                keep.append(line)
-            continue
-        if label and label.group(1) in functions:
-            inside = not _NOT_COMPUTE.match(label.group(1).lstrip("."))
-            if not inside:
-                continue
-        elif not inside or not (label or line.startswith("\t")):
-            continue
-        text = line.strip()
-        if label or (text and not text.startswith((".", "#"))):
-            keep.append(line)
-    return "\n".join(keep) + "\n"
+    return "".join(line + "\n" for _, _, line in _compute_lines(asm))
 
 
 def compute_instructions(asm: str) -> list[tuple[str, str, str]]:
     """(kind, a, b) of the compute functions' lines in order: ("function", name, "") where
     each begins, ("label", name, "") or ("insn", mnemonic, operands)."""
     out: list[tuple[str, str, str]] = []
-    functions = set(_FUNCTION.findall(asm))
-    inside = False
-    for line in asm.splitlines():
-        label = _LABEL.match(line)
-        if label:
-            name = label.group(1)
-            if name in functions:
-                inside = not _NOT_COMPUTE.match(name.lstrip("."))
-                if inside:
-                    out.append(("function", name, ""))
-            elif inside:
-                out.append(("label", name, ""))
-            continue
-        if not inside or not line.startswith("\t"):
-            continue
-        text = line.strip()
-        if not text or text.startswith((".", "#")):
-            continue
-        mnemonic, _, operands = text.partition("\t")
-        out.append(("insn", mnemonic, operands.split("#")[0].strip()))
+    for kind, name, line in _compute_lines(asm):
+        if kind == "insn":
+            mnemonic, _, operands = line.strip().partition("\t")
+            out.append(("insn", mnemonic, operands.split("#")[0].strip()))
+        elif kind != "type":
+            out.append((kind, name, ""))
     return out
 
 
@@ -215,14 +208,10 @@ def _blocks(lines: list[tuple[str, str, str]]) -> tuple[list[list[tuple[str, str
     return blocks, successors
 
 
-def _dominators(successors: list[list[int]]) -> list[set[int]]:
+def _dominators(predecessors: list[list[int]]) -> list[set[int]]:
     """Each block's dominators from block 0 (the iterative data-flow algorithm; a few hundred
     blocks at most). An unreachable block is dominated by every block."""
-    n = len(successors)
-    predecessors: list[list[int]] = [[] for _ in range(n)]
-    for u, outs in enumerate(successors):
-        for v in outs:
-            predecessors[v].append(u)
+    n = len(predecessors)
     every = set(range(n))
     dom = [every.copy() for _ in range(n)]
     dom[0] = {0}
@@ -240,11 +229,11 @@ def _dominators(successors: list[list[int]]) -> list[set[int]]:
 def natural_loops(successors: list[list[int]]) -> list[set[int]]:
     """The blocks of each natural loop (back edge u -> h, h dominating u; loops sharing a
     header merged): what loops are, however LLVM laid the blocks out."""
-    dom = _dominators(successors)
     predecessors: list[list[int]] = [[] for _ in successors]
     for u, outs in enumerate(successors):
         for v in outs:
             predecessors[v].append(u)
+    dom = _dominators(predecessors)
     by_header: dict[int, set[int]] = {}
     for u, outs in enumerate(successors):
         for h in outs:
@@ -257,6 +246,12 @@ def natural_loops(successors: list[list[int]]) -> list[set[int]]:
                         body.add(v)
                         stack.extend(predecessors[v])
     return list(by_header.values())
+
+
+def _fp_lanes(insns: Iterable[tuple[str, str]], fma_only: bool = False) -> float:
+    """FP lanes the instructions compute: FMAs (twice) and other FP arithmetic, or FMAs only."""
+    return float(sum(_lanes(m, o) for m, o in insns
+                     if _FMA.match(m) or (not fma_only and _FP_OP.match(m))))
 
 
 def _counts(insns: Iterable[tuple[str, str]]) -> dict[str, float]:
@@ -284,7 +279,7 @@ def asm_vector(asm: str) -> np.ndarray:
     for body in loops:
         level = int(depth[list(body)].min())
         own = [insn for b in sorted(body) if depth[b] == level for insn in blocks[b]]
-        lanes = float(sum(_lanes(m, o) for m, o in own if _FMA.match(m) or _FP_OP.match(m)))
+        lanes = _fp_lanes(own)
         fmas = any(_FMA.match(m) for m, _ in own)
         # A loop of FMAs is the reduction: it wins over an epilogue loop (a sigmoid's, a
         # bias add's) however deep that lies. Among those alike the deepest runs most often,
@@ -295,12 +290,11 @@ def asm_vector(asm: str) -> np.ndarray:
     every = [insn for block in blocks for insn in block]
     if not kernel:  # straight-line code, or no loop computes: take the whole code
         kernel = every
-        best_lanes = float(sum(_lanes(m, o) for m, o in kernel
-                               if _FMA.match(m) or _FP_OP.match(m)))
+        best_lanes = _fp_lanes(kernel)
     k = _counts(kernel)
     code = _counts(every)
     fmas = k["fma_zmm"] + k["fma_ymm"] + k["fma_xmm"] + k["fma_scalar"]
-    fma_lanes = float(sum(_lanes(m, o) for m, o in kernel if _FMA.match(m)))
+    fma_lanes = _fp_lanes(kernel, fma_only=True)
     registers = {r for _, o in kernel for r in _VECTOR_REGISTER.findall(o)}
     ratios = [fma_lanes / max(k["instructions"], 1.0), k["loads"] / max(fmas, 1.0),
               k["spills"] / max(fmas, 1.0), np.log2(1.0 + max(best_lanes, 0.0)),
