@@ -33,12 +33,12 @@ Job = tuple[str, str, list[tuple[int, str]]]  # (task module JSON, target JSON, 
 
 def candidate_asm(tvm: Any, mod: Any, trace_json: str, target: dict) -> str:
     """The x86 assembly of one candidate: `mod` (the task's module) scheduled by its trace."""
-    from tvm import s_tir
     from tvm.target import Target
 
-    sch = s_tir.Schedule(mod)
-    s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
-    return tvm.compile(sch.mod, target=Target(target)).mod.inspect_source("asm")
+    from tasks.sampling import scheduled_module
+
+    return tvm.compile(scheduled_module(mod, trace_json),
+                       target=Target(target)).mod.inspect_source("asm")
 
 
 def _asm_job(job: Job) -> list[tuple[int, bytes | str]]:

@@ -194,11 +194,16 @@ def per_store_features(context: Any, schedules: Sequence[Any]) -> list[np.ndarra
 
 def apply_trace(mod_json: str, trace_json: str, target_kind: str = "llvm"):
     """Rebuild a candidate's scheduled module from its task module and trace JSON."""
+    tvm = load_tvm(target_kind)
+    return scheduled_module(tvm.ir.load_json(mod_json), trace_json)
+
+
+def scheduled_module(mod: Any, trace_json: str):
+    """`mod` (a task's loaded module) scheduled by a candidate's trace JSON (TVM loaded)."""
     import json
 
-    tvm = load_tvm(target_kind)
     from tvm import s_tir
 
-    sch = s_tir.Schedule(tvm.ir.load_json(mod_json))
+    sch = s_tir.Schedule(mod)
     s_tir.schedule.Trace.apply_json_to_schedule(json.loads(trace_json), sch)
     return sch.mod
