@@ -13,11 +13,12 @@ scored whole. Arms, each trained on the same split with the same seed:
 Scores: TenSet's network-level top-1 and top-5 (mean over the held-out networks), peak@1,
 pairwise; median over the seeds and per seed.
 
-    .venv/bin/python bench/asm_features.py --db STORE --hardware cpu-znver4-avx512-1t \
+    .venv/bin/python bench/asm_features.py --db STORE --hardware CPU_PROFILE \
         [--holdout resnet50,mobilenet_v2,bert] [--seeds 0,1,2] [--train-tasks 0.25] \
         [--params RECIPE_JSON] [--rerank 8] [--processes 2] [--cache FILE.npz] [--json OUT]
 
-The cache keeps every row's columns across runs (it belongs to --db): a run that stops resumes.
+The cache keeps every row's assembly across runs (it belongs to --db): a run that stops
+resumes, and a change to the columns reads them again without a build.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def check_args(train_tasks: float, hardware: str, processes: int, rerank: int = 
         raise SystemExit(f"--train-tasks {train_tasks}: give a share above 0, at most 1")
     if "," in hardware or not hardware.startswith("cpu-"):
         raise SystemExit(f"--hardware {hardware}: give one CPU profile (the columns read x86 "
-                         "assembly), e.g. cpu-znver4-avx512-1t")
+                         "assembly); `tenforge query \"SELECT name FROM hardware\"` lists them")
     if processes < 1:
         raise SystemExit(f"--processes {processes}: give 1 or more build processes")
     if rerank < 2:
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--rerank", type=int, default=8,
                         help="the re-ranking arm builds this many of each task's top picks")
     parser.add_argument("--processes", type=int, default=2, help="build processes")
-    parser.add_argument("--cache", type=Path, help=".npz keeping every row's columns")
+    parser.add_argument("--cache", type=Path, help=".npz keeping every row's assembly (resumable)")
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
     check_args(args.train_tasks, args.hardware, args.processes, args.rerank)

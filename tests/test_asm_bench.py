@@ -6,6 +6,8 @@ import pytest
 
 from bench.asm_features import RECIPE, arms, check_args
 
+PROFILE = "cpu-example-1t"  # any one-CPU profile name: check_args reads the name only
+
 
 def test_the_arms_differ_only_in_the_asm_block_and_the_share_of_tasks():
     (full, full_params, full_share), (plain, plain_params, share), (asm, asm_params, share2) = \
@@ -16,11 +18,11 @@ def test_the_arms_differ_only_in_the_asm_block_and_the_share_of_tasks():
 
 
 @pytest.mark.parametrize("train_tasks, hardware, processes, message", [
-    (0.0, "cpu-znver4-avx512-1t", 2, "--train-tasks 0.0: give a share above 0"),
-    (1.5, "cpu-znver4-avx512-1t", 2, "--train-tasks 1.5"),
+    (0.0, PROFILE, 2, "--train-tasks 0.0: give a share above 0"),
+    (1.5, PROFILE, 2, "--train-tasks 1.5"),
     (0.25, "gpu-h200", 2, "give one CPU profile"),
     (0.25, "cpu-a-1t,cpu-b-1t", 2, "give one CPU profile"),
-    (0.25, "cpu-znver4-avx512-1t", 0, "--processes 0"),
+    (0.25, PROFILE, 0, "--processes 0"),
 ])
 def test_bad_arguments_are_refused_in_one_line(train_tasks, hardware, processes, message):
     with pytest.raises(SystemExit) as refused:
@@ -29,7 +31,7 @@ def test_bad_arguments_are_refused_in_one_line(train_tasks, hardware, processes,
 
 
 def test_good_arguments_pass():
-    check_args(0.25, "cpu-znver4-avx512-1t", 2)
+    check_args(0.25, PROFILE, 2)
 
 
 def test_the_asm_gain_is_the_blocks_share_of_the_trees_gain():
@@ -69,4 +71,4 @@ def test_rerank_orders_only_the_first_models_top_picks_by_the_second():
 
 def test_nothing_to_rerank_is_refused():
     with pytest.raises(SystemExit, match="--rerank 1"):
-        check_args(0.25, "cpu-znver4-avx512-1t", 2, 1)
+        check_args(0.25, PROFILE, 2, 1)
