@@ -36,7 +36,7 @@ KERNEL_RATIOS = ("fma_lanes_per_instruction", "loads_per_fma", "spills_per_fma",
 SHAPE = ("loops", "max_depth", "kernel_depth")
 ASM_NAMES = (tuple(f"kernel_{c}" for c in CLASSES) + KERNEL_RATIOS
              + tuple(f"code_{c}" for c in CLASSES) + SHAPE)
-ASM_DIM = len(ASM_NAMES)
+ASM_DIM = len(ASM_NAMES)  # stored as storage.feature_rows.ASM_EXTRACTOR rows
 
 _LABEL = re.compile(r"^([.\w$]+):")
 _FUNCTION = re.compile(r"^\s*\.type\s+([.\w$]+),@function", re.M)

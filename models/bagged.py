@@ -101,10 +101,15 @@ class BaggedCostModel(CostModel):
         self.STRATEGIES = tuple(s for s in probes[0].STRATEGIES
                                 if all(s in p.STRATEGIES for p in probes))
         self._takes_traces = any(p.takes_traces for p in probes)
+        self._takes_asm = any(p.takes_asm for p in probes)
 
     @property
     def takes_traces(self) -> bool:
         return self._takes_traces
+
+    @property
+    def takes_asm(self) -> bool:
+        return self._takes_asm
 
     def _new_member(self, index: int) -> CostModel:
         from models.registry import create_model

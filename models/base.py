@@ -141,6 +141,13 @@ class CostModel(ABC):
         return any(getattr(self.config, name, False)
                    for name in ("trace_features", "tile_features", "kernel_features"))
 
+    @property
+    def takes_asm(self) -> bool:
+        """Whether its inputs include the assembly columns (models/asm_features.py): data for
+        it must be loaded with DataSpec(asm=True). They cost a build per candidate, so such a
+        model ranks stored candidates, never a search's (models/ms_adapter.py refuses it)."""
+        return bool(getattr(self.config, "asm_features", False))
+
     def predict(self, data: Dataset) -> np.ndarray:
         if not self.trained:
             raise TenforgeError(f"{self.kind} model is not trained; fit it or load a trained one")

@@ -46,6 +46,9 @@ class DataSpec:
     # candidate sources to keep: "sampled" (collect's random samples), "tuning" (what retunes
     # measured near each task's optimum, tasks/tuning/writeback.py), "imported"; empty = all
     sources: tuple[str, ...] = ()
+    # also each candidate's assembly columns (models/asm_features.py), for models that take
+    # them: rows `tenforge dataset asm` stored (a build each); NaN where a candidate has none
+    asm: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hardware", tuple(self.hardware))
@@ -63,6 +66,8 @@ class DataSpec:
         out = asdict(self)
         if not self.sources:  # all sources: the spec (and fingerprint) of the data before them
             del out["sources"]
+        if not self.asm:  # likewise: the spec of the data before the assembly columns
+            del out["asm"]
         return out
 
     @classmethod
@@ -89,8 +94,8 @@ class Dataset:
     # or NAME@SIZE[:BATCH] where the store holds several instances (network_family)
     workload_networks: dict[str, dict[str, int]] = field(default_factory=dict)
     trace: np.ndarray | None = None  # float32 [n, trace_features.DIM] when spec.traces
-    # float32 [n, asm_features.ASM_DIM], what the compiled code does: never loaded from the
-    # store (each row costs a build, tasks/compiled_code.py), set by whoever built them
+    # float32 [n, asm_features.ASM_DIM], what the compiled code does, when spec.asm (rows
+    # `tenforge dataset asm` stored) or set by whoever built them (tasks/compiled_code.py)
     asm: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -261,12 +266,31 @@ def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
         table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor,
                                           with_traces=spec.traces, sources=spec.sources)
         links = queries.network_task_weights(store)
+        asm = _asm_rows(store, spec, table, db)
     if table.num_rows == 0:
         raise _nothing_measured(spec, db)
-    return _assemble(spec, table, stored_hw, links)
+    return _assemble(spec, table, stored_hw, links, asm)
 
 
-def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple]) -> Dataset:
+def _asm_rows(store: Any, spec: DataSpec, table, db: str | Path) -> np.ndarray | None:
+    """The assembly columns of the table's candidates when the spec asks for them; refuse
+    data that has none (a model trained on NaN alone would rank by nothing)."""
+    if not spec.asm or table.num_rows == 0:
+        return None
+    from models.asm_features import ASM_DIM
+    from storage.feature_rows import ASM_EXTRACTOR, feature_matrix
+
+    asm = feature_matrix(store, table.column("candidate_id").to_pylist(), ASM_EXTRACTOR,
+                         ASM_DIM)
+    if np.isnan(asm).all():
+        raise TenforgeError(f"no assembly columns ({ASM_EXTRACTOR}) for hardware "
+                            f"{', '.join(spec.hardware)} in {db}; build them first: "
+                            f"`tenforge dataset asm --db {db} --hardware {spec.hardware[0]}`")
+    return asm
+
+
+def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple],
+              asm: np.ndarray | None = None) -> Dataset:
     hardware = np.array(table.column("hardware").to_pylist())
     workload = np.array(table.column("workload_hash").to_pylist())
     latency = table.column("mean_latency_s").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -300,7 +324,7 @@ def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple]) -> Dat
         group_flops=table.column("flops").to_numpy()[first].astype(np.float64),
         hardware_names=hardware_names,
         hardware_features=np.array([stored_hw[h] for h in hardware_names], np.float32),
-        workload_networks=_networks_by_workload(links), trace=_traces(spec, table))
+        workload_networks=_networks_by_workload(links), trace=_traces(spec, table), asm=asm)
     return full if keep.all() else full.subset(np.flatnonzero(keep))
 
 

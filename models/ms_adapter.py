@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import TenforgeError
 from models.base import CostModel
 from models.dataset import dataset_from_features
 from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
@@ -100,6 +101,10 @@ class LearnedCostModel:
                  online: int | None = None, blend: str = "count"):
         if blend not in BLENDS:
             raise ValueError(f"blend {blend!r}: choose one of {BLENDS}")
+        if model.takes_asm:
+            raise TenforgeError(f"this {model.kind} model reads the assembly columns, a build "
+                                "per candidate: it can rank stored candidates, not a search's "
+                                "thousands; tune with a model trained without asm_features")
         self.base = model
         self.model = model
         self.hardware_name = hardware_name

@@ -66,6 +66,10 @@ class ResidualCostModel(CostModel):
     def takes_traces(self) -> bool:  # the residual itself reads per-store features only
         return self.base is not None and self.base.takes_traces
 
+    @property
+    def takes_asm(self) -> bool:
+        return self.base is not None and self.base.takes_asm
+
     def _residual_model(self) -> CostModel:
         from models._trees import XGBCostModel
 

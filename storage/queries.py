@@ -199,7 +199,10 @@ def best_model_id(store: Store, hardware: str, extractor: str) -> str | None:
         "WITH here AS (SELECT model_id, arg_max(TRY_CAST(metrics_json->>'peak1' AS DOUBLE), "
         "evaluated_at) AS top1_here FROM model_evaluations WHERE hardware = ? GROUP BY 1) "
         "SELECT m.model_id FROM models m LEFT JOIN here USING (model_id) "
-        "WHERE m.data_spec_json->>'$.extractor' = ? ORDER BY here.top1_here DESC NULLS LAST, "
+        "WHERE m.data_spec_json->>'$.extractor' = ? "
+        # a model of the assembly columns ranks built candidates only (models/ms_adapter.py)
+        "AND NOT coalesce(TRY_CAST(m.data_spec_json->>'$.asm' AS BOOLEAN), false) "
+        "ORDER BY here.top1_here DESC NULLS LAST, "
         "list_contains(CAST(m.data_spec_json->'$.hardware' AS VARCHAR[]), ?) DESC, "
         "TRY_CAST(m.metrics_json->>'peak1' AS DOUBLE) DESC NULLS LAST, m.created_at DESC "
         "LIMIT 1", [hardware, extractor, hardware])

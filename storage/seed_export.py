@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from storage.feature_rows import DERIVED_EXTRACTORS
 from storage.seed import SEED_DIR, SHARD_FORMAT, file_sha256, loaded_seed_runs
 from storage.store import Store
 
@@ -92,8 +93,10 @@ def _candidate_table(store: Store, run_id: str) -> pa.Table:
         "m.measured_at "
         "FROM measurements m JOIN candidates c USING (candidate_id) "
         "JOIN tasks t USING (task_id) JOIN measure_settings s USING (settings_id) "
-        "LEFT JOIN features f ON f.candidate_id = c.candidate_id "
-        "WHERE m.flow_run_id = ? ORDER BY t.workload_hash, c.schedule_hash", [run_id])
+        "LEFT JOIN features f ON f.candidate_id = c.candidate_id AND f.extractor NOT IN "
+        "(SELECT unnest(?::VARCHAR[])) "
+        "WHERE m.flow_run_id = ? ORDER BY t.workload_hash, c.schedule_hash",
+        [list(DERIVED_EXTRACTORS), run_id])
     table = cur.to_arrow_table()
     if table.num_rows == 0:
         return table

@@ -6,10 +6,13 @@ object. ~0.2 s a candidate on one core of a Zen 4: the features cost a build, so
 studies and re-ranking a few picks, not ranking a search's thousands.
 
 Builds run in worker processes (TVM and PyTorch each ship LLVM; this process never imports
-TVM), `processes` at a time, one task's candidates per job. A cache file (.npz) keeps each
-candidate's compute functions' assembly (zlib, ~4 KB), so a run that stops resumes where it
-was and a change to the columns costs no build; it belongs to one store (candidate ids are
-store-local) and says which.
+TVM), `processes` at a time, one task's candidates per job. Two ways to keep what they read:
+- `store_asm_features` (`tenforge dataset asm`): the columns, in the store's features table,
+  where datasets load them (DataSpec(asm=True)) and shards carry them;
+- `asm_features` (studies, bench/asm_features.py): a cache file (.npz) keeping each
+  candidate's compute functions' assembly (zlib, ~4 KB), so a change to the columns costs no
+  build; it belongs to one store (candidate ids are store-local) and says which.
+Either way a run that stops resumes where it was.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import multiprocessing
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ import numpy as np
 
 from core.errors import TenforgeError
 from models.asm_features import ASM_DIM, asm_vector, compute_text
+from storage.feature_rows import ASM_EXTRACTOR
 
 Job = tuple[str, str, list[tuple[int, str]]]  # (task module JSON, target JSON, [(id, trace)])
 
@@ -85,6 +89,49 @@ def _save_cache(cache: Path, db: str, texts: dict[int, bytes], failed: set[int])
     partial.replace(cache)  # whole or not at all: a run killed mid-write keeps the last cache
 
 
+def _built(programs: Sequence[tuple], processes: int
+           ) -> Iterator[list[tuple[int, bytes | str]]]:
+    """Each task's candidates of `programs` (queries.candidate_programs rows) built in worker
+    processes, a task's results at a time as they finish. A Ctrl-C or an error here drops the
+    jobs not yet started instead of waiting for them."""
+    jobs: dict[str, Job] = {}
+    for candidate_id, workload, mod_json, trace, target in programs:
+        jobs.setdefault(workload, (mod_json, target, []))[2].append((candidate_id, trace))
+    context = multiprocessing.get_context("spawn")  # no TVM state forked from this process
+    pool = ProcessPoolExecutor(processes, mp_context=context)
+    try:
+        for future in as_completed([pool.submit(_asm_job, job) for job in jobs.values()]):
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Tally:
+    """Builds done, failed (by first error line), and the rate: the progress lines."""
+
+    def __init__(self, wanted: int, progress: Callable[[str], None]):
+        self.wanted, self.progress, self.start = wanted, progress, time.perf_counter()
+        self.done, self.errors = 0, {}
+
+    def add(self, results: list[tuple[int, bytes | str]]) -> None:
+        self.done += len(results)
+        for _, text in results:
+            if isinstance(text, str):
+                self.errors[text] = self.errors.get(text, 0) + 1
+
+    def line(self) -> None:
+        rate = self.done / max(time.perf_counter() - self.start, 1e-9)
+        self.progress(f"assembly read for {self.done} of {self.wanted} candidates "
+                      f"({rate:.1f}/s, {sum(self.errors.values())} failed)")
+
+    def end(self) -> None:
+        self.progress(f"assembly read for {self.done} candidates in "
+                      f"{time.perf_counter() - self.start:.0f} s "
+                      f"({sum(self.errors.values())} failed to build)")
+        for message, times in sorted(self.errors.items(), key=lambda item: -item[1])[:3]:
+            self.progress(f"  {times} x {message}")
+
+
 def asm_features(db: str, candidate_ids: Sequence[int], processes: int = 2,
                  cache: Path | None = None,
                  progress: Callable[[str], None] = lambda _: None) -> np.ndarray:
@@ -98,38 +145,80 @@ def asm_features(db: str, candidate_ids: Sequence[int], processes: int = 2,
 
     texts, failed = _load_cache(cache, db)  # a failed build is not tried again
     wanted = sorted({int(c) for c in candidate_ids} - set(texts) - failed)
-    errors: dict[str, int] = {}
     if wanted:
         with Store(db, read_only=True) as store:
             programs = queries.candidate_programs(store, wanted)
-        jobs: dict[str, Job] = {}
-        for candidate_id, workload, mod_json, trace, target in programs:
-            jobs.setdefault(workload, (mod_json, target, []))[2].append((candidate_id, trace))
-        start, done, last_save = time.perf_counter(), 0, time.perf_counter()
-        context = multiprocessing.get_context("spawn")  # no TVM state forked from this process
-        with ProcessPoolExecutor(processes, mp_context=context) as pool:
-            for future in as_completed([pool.submit(_asm_job, job) for job in jobs.values()]):
-                for candidate_id, text in future.result():
+        tally, last_save = _Tally(len(wanted), progress), time.perf_counter()
+        try:
+            for results in _built(programs, processes):
+                tally.add(results)
+                for candidate_id, text in results:
                     if isinstance(text, str):
                         failed.add(candidate_id)
-                        errors[text] = errors.get(text, 0) + 1
                     else:
                         texts[candidate_id] = text
-                    done += 1
                 if cache is not None and time.perf_counter() - last_save > 60:
                     _save_cache(cache, db, texts, failed)
                     last_save = time.perf_counter()
-                    progress(f"assembly read for {done} of {len(wanted)} candidates "
-                             f"({done / (last_save - start):.1f}/s, {len(failed)} failed)")
-        if cache is not None:
-            _save_cache(cache, db, texts, failed)
-        progress(f"assembly read for {done} candidates in {time.perf_counter() - start:.0f} s "
-                 f"({sum(errors.values())} failed to build)")
-        for message, times in sorted(errors.items(), key=lambda item: -item[1])[:3]:
-            progress(f"  {times} x {message}")
+                    tally.line()
+        finally:
+            if cache is not None:
+                _save_cache(cache, db, texts, failed)
+        tally.end()
     out = np.full((len(candidate_ids), ASM_DIM), np.nan, np.float32)
     for row, candidate_id in enumerate(candidate_ids):
         text = texts.get(int(candidate_id))
         if text is not None:
             out[row] = asm_vector(zlib.decompress(text).decode())
     return out
+
+
+def store_asm_features(db: str, hardware: str, processes: int = 2, limit: int | None = None,
+                       progress: Callable[[str], None] = lambda _: None) -> dict[str, int]:
+    """Build every measured candidate of CPU profile `hardware` in `db` that has no assembly
+    columns yet (the first `limit`, task by task) and store its columns in table features
+    (ASM_EXTRACTOR; NaN where the build failed, so it is not tried again). The store is opened
+    for writing only to save, about once a minute: a run that stops keeps what it saved, and
+    the same call resumes."""
+    from storage import queries
+    from storage.feature_rows import add_feature_rows, unfeatured_candidates
+    from storage.store import Store
+
+    if not Path(db).exists():
+        raise TenforgeError(f"store {db} does not exist; collect into it first "
+                            "(`tenforge collect`) or load the seed (`tenforge dataset load-seed`)")
+    with Store(db, read_only=True) as store:
+        kind = queries.stored_target(store, hardware)
+        if kind is None or kind[0] != "llvm" or not kind[1].startswith("x86"):
+            raise TenforgeError(f"the assembly columns read x86 code; {hardware} is "
+                                f"{'not in ' + db if kind is None else '/'.join(kind)}: "
+                                "name an x86 CPU profile of the store (`tenforge hardware`)")
+        wanted = unfeatured_candidates(store, hardware, ASM_EXTRACTOR)[:limit]
+        programs = queries.candidate_programs(store, wanted)
+    counts = {"wanted": len(wanted), "stored": 0, "failed": 0}
+    pending: list[tuple[int, np.ndarray]] = []
+
+    def save() -> None:
+        if pending:
+            ids, rows = [c for c, _ in pending], np.stack([v for _, v in pending])
+            with Store(db) as store:
+                counts["stored"] += add_feature_rows(store, ids, ASM_EXTRACTOR, rows)
+            pending.clear()
+
+    tally, last_save = _Tally(len(wanted), progress), time.perf_counter()
+    try:
+        for results in _built(programs, processes):
+            tally.add(results)
+            for candidate_id, text in results:
+                failed = isinstance(text, str)
+                counts["failed"] += failed
+                pending.append((candidate_id, np.full(ASM_DIM, np.nan, np.float32) if failed
+                                else asm_vector(zlib.decompress(text).decode())))
+            if time.perf_counter() - last_save > 60:
+                save()
+                last_save = time.perf_counter()
+                tally.line()
+    finally:
+        save()
+    tally.end()
+    return counts

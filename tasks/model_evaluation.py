@@ -103,7 +103,8 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     stored = tuple(sorted({network_name(n) for n in networks}))
     model = load_model(model_ref.path)
     data = load_dataset(db, DataSpec(hardware=hardware, networks=stored,
-                                     extractor=model_ref.extractor, traces=model.takes_traces))
+                                     extractor=model_ref.extractor, traces=model.takes_traces,
+                                     asm=model.takes_asm))
     report = network_report(model, data, networks)
     trained = model_ref.trained_on
     seen = None if trained["networks"] is None else set(trained["networks"])

@@ -198,7 +198,7 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     params = {**params, "seed": seed}
     model = create_model(family, **params)
     data_s = DataSpec(hardware=tuple(hardware), networks=tuple(networks),
-                      traces=model.takes_traces)
+                      traces=model.takes_traces, asm=model.takes_asm)
     data = load_dataset(db, data_s)
     if drop_tasks_of:
         from models.splits import rows_of_networks
@@ -243,8 +243,9 @@ def transfer(db: str, parent_model_id: str, hardware: str, samples: int | None,
 
     with Store(db, read_only=True) as store:
         parent = store.model_row(parent_model_id)
+    parent_model = load_model(parent["path"])
     data_s = DataSpec(hardware=(hardware,), networks=tuple(networks),
-                      traces=load_model(parent["path"]).takes_traces)
+                      traces=parent_model.takes_traces, asm=parent_model.takes_asm)
     data = load_dataset(db, data_s)
     split_s = SplitSpec(seed=seed, **TRANSFER_SPLIT)
     split = make_split(data, split_s)

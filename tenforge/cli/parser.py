@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Callable
 
 from core.graphs import CHOICES
@@ -393,4 +394,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="a Markdown table (the datasheet's)")
     p.add_argument("--datasheet", help="also rewrite the generated block of this Markdown file")
     p.set_defaults(func=data.cmd_dataset_info)
+    p = dsub.add_parser("asm", help="rebuild a CPU profile's measured candidates and store what "
+                                    "their assembly does (the asm columns; ~0.3 s a candidate "
+                                    "a core; resumable)")
+    p.add_argument("--hardware", required=True, help="an x86 CPU profile of the store "
+                   "(`local` ok)")
+    p.add_argument("--processes", type=_int_at_least(1, "a number of build processes"),
+                   default=os.cpu_count() or 1, help="build processes (default: every core)")
+    p.add_argument("--limit", type=_int_at_least(1, "a number of candidates"), default=None,
+                   help="at most this many candidates this run (default: all)")
+    db_option(p)
+    p.set_defaults(func=data.cmd_dataset_asm)
     return parser

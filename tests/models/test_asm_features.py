@@ -165,6 +165,12 @@ def test_a_tree_model_takes_the_asm_block_and_refuses_data_without_it():
         per_task(pairwise_accuracy, data.label, plain.predict(data), data.group)
     with pytest.raises(TenforgeError, match="assembly features"):
         model.predict(data)
+    # it reads what costs a build a candidate: it says so, and a search may not rank with it
+    from models.ms_adapter import LearnedCostModel
+
+    assert model.takes_asm and not plain.takes_asm
+    with pytest.raises(TenforgeError, match="not a search's thousands"):
+        LearnedCostModel(model, "cpu-example-1t", np.zeros(4, np.float32))
 
 
 def test_an_fma_loop_is_the_kernel_over_a_deeper_epilogue_loop():

@@ -66,3 +66,49 @@ def test_a_cache_of_another_store_is_refused(tmp_path):
     assert np.array_equal(got[:2], np.stack([asm_vector(""), asm_vector(text)]))
     assert got[1, ASM_NAMES.index("kernel_fma_zmm")] == 1  # log2(1 + 1)
     assert np.isnan(got[2]).all()
+
+
+@pytest.mark.slow
+def test_dataset_asm_stores_the_columns_a_dataset_loads_and_resumes(tmp_path):
+    from models.dataset import DataSpec, load_dataset
+    from storage.feature_rows import ASM_EXTRACTOR
+    from storage.seed import load_shards
+    from storage.store import Store
+    from tasks.compiled_code import asm_features
+    from tenforge.cli import main
+
+    db = str(tmp_path / "small.duckdb")
+    load_shards(db, hardware=[SMALL_SEED_PROFILE], progress=lambda _: None)
+    args = ["dataset", "asm", "--db", db, "--hardware", SMALL_SEED_PROFILE, "--limit", "3",
+            "--processes", "1"]
+    assert main(args) == 0
+    assert main(args) == 0  # the next three: what has its columns is not built again
+
+    def stored() -> dict[int, np.ndarray]:
+        with Store(db, read_only=True) as store:
+            return {c: np.array(v, np.float32) for c, v in store.query(
+                "SELECT candidate_id, \"values\" FROM features WHERE extractor = ?",
+                [ASM_EXTRACTOR])}
+
+    rows = stored()
+    assert len(rows) == 6
+    ids = sorted(rows)
+    # the same columns as the study path's (bench/asm_features.py), from the same builds
+    np.testing.assert_array_equal(np.stack([rows[c] for c in ids]),
+                                  asm_features(db, ids, processes=1))
+    data = load_dataset(db, DataSpec(hardware=(SMALL_SEED_PROFILE,), asm=True))
+    has = ~np.isnan(data.asm).all(1)
+    assert sorted(data.candidate_id[has].tolist()) == [c for c in ids if c in
+                                                       set(data.candidate_id.tolist())]
+    assert np.isnan(data.asm[~has]).all()
+
+
+def test_dataset_asm_refuses_a_store_or_profile_it_cannot_read(tmp_path, seed_store):
+    from tasks.compiled_code import store_asm_features
+
+    with pytest.raises(TenforgeError, match="does not exist; collect into it first"):
+        store_asm_features(str(tmp_path / "none.duckdb"), SMALL_SEED_PROFILE)
+    with pytest.raises(TenforgeError, match="read x86 code; gpu-h100 is cuda/sm_90a"):
+        store_asm_features(seed_store, "gpu-h100")
+    with pytest.raises(TenforgeError, match="cpu-nowhere-1t is not in"):
+        store_asm_features(seed_store, "cpu-nowhere-1t")
