@@ -95,6 +95,10 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
         raise TenforgeError(f"model {row['model_id']} was trained on {spec.get('extractor')!r} "
                             f"features but tuning feeds {FEATURE_EXTRACTOR!r}; pick another "
                             f"model (`tenforge models`) or --cost-model {BASELINE}")
+    if spec.get("asm"):  # models/ms_adapter.py would refuse it too, once the flow had started
+        raise TenforgeError(f"model {row['model_id']} reads the assembly columns, a build per "
+                            "candidate: it ranks stored candidates, not a search's; pick a "
+                            f"model trained without asm_features or --cost-model {BASELINE}")
     names = list(spec.get("hardware") or [])
     kinds = queries.target_kinds(store, names)
     if kinds and profile.target_kind not in kinds:

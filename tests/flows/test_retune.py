@@ -146,10 +146,16 @@ def test_a_model_for_other_features_is_refused(store_with_model):
         spec = {**json.loads(row["data_spec_json"]), "extractor": "tlp_primitive_sequence"}
         store.register_model({**row, "model_id": "other-features",
                               "data_spec_json": json.dumps(spec)})
+        # a model of the assembly columns: each candidate it ranks would need a build first
+        spec = {**json.loads(row["data_spec_json"]), "asm": True}
+        store.register_model({**row, "model_id": "asm-columns",
+                              "data_spec_json": json.dumps(spec)})
     result = run_cli(*RETUNE, "--cost-model", "other-features", "--db", db)
     assert result.returncode == 2
     assert "trained on 'tlp_primitive_sequence' features" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    [answer] = run_cli_table([[*RETUNE, "--cost-model", "asm-columns", "--db", db]])
+    assert_refused(answer, "model asm-columns reads the assembly columns")
 
 
 BAD_REQUESTS = [
