@@ -90,6 +90,26 @@ def _features_arrow(blobs: pa.ChunkedArray) -> pa.Array:
                                     mask=mask)
 
 
+def _traces_renamed(store: Store, cands: pa.Table, tasks: pa.Table) -> pa.Table:
+    """The shard's traces, their block names those of the module this store keeps for each
+    task (storage/block_names.py): a task the store had from another import may name its
+    blocks otherwise, and the shard's traces would not replay on the stored module."""
+    from storage.block_names import block_renaming, rename_blocks
+
+    theirs = dict(zip(tasks.column("workload_hash").to_pylist(),
+                      tasks.column("mod_json").to_pylist()))
+    ours = dict(store.query("SELECT workload_hash, mod_json FROM tasks WHERE workload_hash IN "
+                            "(SELECT unnest(?::VARCHAR[]))", [list(theirs)]))
+    renamings = {w: r for w, m in theirs.items()
+                 if (r := block_renaming(m, ours.get(w, m)))}
+    if not renamings:
+        return cands
+    traces = [rename_blocks(t, renamings.get(w, {})) for w, t in zip(
+        cands.column("workload_hash").to_pylist(), cands.column("trace_json").to_pylist())]
+    return cands.set_column(cands.column_names.index("trace_json"), "trace_json",
+                            pa.array(traces, pa.string()))
+
+
 def load_shard(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: pa.Table) -> int:
     """Insert one shard (inside the caller's transaction); return measurements added."""
     con = store.con
@@ -111,6 +131,7 @@ def load_shard(store: Store, manifest: dict[str, Any], cands: pa.Table, tasks: p
     finally:
         con.unregister("_tasks")
     # Candidates, features, measurements: keyed by content, mapped to this store's ids.
+    cands = _traces_renamed(store, cands, tasks)
     incoming = cands.append_column("values", _features_arrow(cands.column("features_f16")))
     incoming = incoming.drop_columns(["features_f16"])
     keys = pa.table({"settings_key": list(settings_ids),

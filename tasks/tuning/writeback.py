@@ -67,12 +67,18 @@ def store_tuning_measurements(db: str, profile: HardwareProfile, task_ids: dict[
     """Write the tuning database in `work_dir` into the store; `task_ids`: workload hash ->
     task id of the tuned network's tasks (records of other workloads are left out). Returns
     how many records it read, candidates and measurements it added."""
+    from dataclasses import replace
+
     from core.tvm_env import tvm_version
+    from storage.block_names import block_renaming, rename_blocks
     from storage.store import Store
     from tasks.sampling import FEATURE_EXTRACTOR
 
     by_task = read_records(work_dir, profile.target)
-    prepared = {h: candidates_of(mod, records, profile.target)
+    tvm = load_tvm(profile.target)
+    # (the tuned module's JSON, its candidates): the store keeps another import's module for
+    # a task when one came first, whose blocks may be named otherwise (storage/block_names.py)
+    prepared = {h: (tvm.ir.save_json(mod), candidates_of(mod, records, profile.target))
                 for h, (mod, records) in by_task.items() if h in task_ids}
     added = {"records": sum(len(r) for _, r in by_task.values()), "candidates": 0,
              "measurements": 0}
@@ -80,11 +86,13 @@ def store_tuning_measurements(db: str, profile: HardwareProfile, task_ids: dict[
     with Store(db) as store, store.transaction():
         hardware_id = store.upsert_hardware(profile.as_row())
         settings_id = store.settings_id(settings.key(), settings.as_dict())
-        for workload_hash, items in prepared.items():
+        for workload_hash, (mod_json, items) in prepared.items():
             task_id = task_ids[workload_hash]
+            renaming = block_renaming(mod_json, store.task_modules([task_id])[task_id])
             added["candidates"] += store.insert_candidates(
-                task_id, hardware_id, [c for c, _ in items], source="tuning",
-                extractor=FEATURE_EXTRACTOR)
+                task_id, hardware_id,
+                [replace(c, trace_json=rename_blocks(c.trace_json, renaming)) for c, _ in items],
+                source="tuning", extractor=FEATURE_EXTRACTOR)
             ids = store.candidate_ids(task_id, hardware_id)
             added["measurements"] += store.insert_measurements(
                 settings_id,
