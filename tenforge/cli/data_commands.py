@@ -96,6 +96,9 @@ def cmd_export_ms(args: argparse.Namespace) -> int:
     summary = export_ms(args.db, profile_name(args.hardware), args.work_dir)
     print(f"exported {summary['records']} records of {summary['workloads']} workloads to "
           f"{args.work_dir}")
+    for message, times in summary["skipped"].items():
+        print(f"left out {times} records whose trace does not replay on the stored task: "
+              f"{message} (a store loaded anew from its shards has them renamed)")
     return 0
 
 

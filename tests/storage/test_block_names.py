@@ -105,3 +105,56 @@ def test_a_renamed_trace_replays_on_the_other_import_and_schedules_the_same():
         scheduled_module(tvm.ir.load_json(ours), row["trace_json"])
     trace = rename_blocks(row["trace_json"], block_renaming(theirs, ours))
     assert shash2hex(scheduled_module(tvm.ir.load_json(ours), trace)) == row["schedule_hash"]
+
+
+def _mean_task_store(db: str, mod_json: str | None = None) -> None:
+    """A store of the shard's mean task alone; `mod_json`: the module it already kept for
+    the task (another import's)."""
+    import pyarrow.compute as pc
+
+    manifest, cands, tasks = read_shard(Path(SHARD))
+    cands = cands.filter(pc.equal(cands.column("workload_hash"), MEAN_TASK))
+    tasks = tasks.filter(pc.equal(tasks.column("workload_hash"), MEAN_TASK))
+    with Store(db) as store:
+        if mod_json is not None:
+            row = tasks.to_pylist()[0]
+            store.con.execute("INSERT INTO tasks (workload_hash, task_name, flops, mod_json) "
+                              "VALUES (?, ?, ?, ?)", [MEAN_TASK, row["task_name"], row["flops"],
+                                                      mod_json])
+        with store.transaction():
+            load_shard(store, manifest, cands, tasks)
+
+
+@pytest.mark.slow
+def test_ms_databases_round_trip_across_imports_and_an_old_store_exports_what_replays(
+        tmp_path):
+    from storage.ms_database import export_ms, import_ms
+    from tasks.hardware import detect_local_profiles
+
+    theirs = {r["workload_hash"]: r for r in read_shard(Path(SHARD))[2].to_pylist()}
+    ours, new = _renamed_module(theirs[MEAN_TASK]["mod_json"])
+    first = str(tmp_path / "first.duckdb")
+    _mean_task_store(first)
+    exported = export_ms(first, SMALL_SEED_PROFILE, tmp_path / "ms")
+    assert exported["records"] > 0 and exported["skipped"] == {}
+    # imported into a store that kept another import's module: the traces take its names
+    other = str(tmp_path / "other.duckdb")
+    with Store(other) as store:
+        store.con.execute("INSERT INTO tasks (workload_hash, task_name, flops, mod_json) "
+                          "VALUES (?, 'mean', 1, ?)", [MEAN_TASK, ours])
+    import_ms(tmp_path / "ms", detect_local_profiles()[0], other)
+    with Store(other, read_only=True) as store:
+        traces = [t for (t,) in store.query("SELECT trace_json FROM candidates")]
+    assert len(traces) == exported["records"]
+    assert all(any(f'"{n}"' in t for n in new.values()) for t in traces)
+    # a store written before the renaming existed (its traces another import's): the export
+    # leaves those out and says why, instead of failing on the first
+    old = str(tmp_path / "old.duckdb")
+    _mean_task_store(old)
+    with Store(old) as store:
+        store.con.execute("UPDATE tasks SET mod_json = ? WHERE workload_hash = ?",
+                          [ours, MEAN_TASK])
+    kept = export_ms(old, SMALL_SEED_PROFILE, tmp_path / "ms-old")
+    assert kept["records"] == 0
+    [(message, times)] = kept["skipped"].items()
+    assert "Cannot find a block with the name" in message and times == exported["records"]
