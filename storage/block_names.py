@@ -10,14 +10,62 @@ retune's own import, brings such traces. They are renamed to the stored module's
 where they enter the store.
 
 The two modules' JSON (tvm.ir.save_json) differ only in those names when the computations
-are the same: the same nodes in the same order, so their blocks pair up by position.
+are the same: the same nodes in the same order, so their blocks pair up by position. Some
+shipped shards hold traces sampled on a module they do not carry (an older collect sampled the
+fresh import): for those, a name the stored module lacks is matched to its one block named the
+same but for the Relax variable's number (`guessed_renaming`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 _BLOCK = "s_tir.SBlock"
+_LOOKUP = re.compile(r'\["GetSBlock", \[\], \["([^"]+)"')
+# a Relax variable's name in a block name: lv, lv51 (the graph's first variable is plain lv)
+_VARIABLE = re.compile(r"(?<![A-Za-z0-9])lv\d*(?![A-Za-z])")
+
+
+def variable_lookups(trace_json: str) -> set[str]:
+    """The block names a trace looks up that are made from a Relax variable (lvNN_...): the
+    only ones another import names otherwise. Read without parsing the trace."""
+    return {n for n in _LOOKUP.findall(trace_json) if _VARIABLE.match(n)}
+
+
+def module_blocks(mod_json: str) -> set[str]:
+    """The block names of a module's JSON (tvm.ir.save_json)."""
+    try:
+        return set(_block_names(json.loads(mod_json)["nodes"]))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return set()
+
+
+def _known(name: str, blocks: set[str]) -> bool:
+    """A block of the module, or one the schedule made from one (lv397_red_rf)."""
+    return name in blocks or any(name.startswith(block + "_") for block in blocks)
+
+
+def guessed_renaming(lookups: set[str], blocks: set[str]) -> dict[str, str]:
+    """Old name -> block of `blocks`, for the looked-up names the module has no block of:
+    each is matched, by its longest prefix that matches at all, to the one block named alike
+    but for its variable's number (lv200_red -> lv397_red; lv200_red_rf then follows it in
+    rename_blocks). Empty when any such name has no single match: nothing is guessed half."""
+    def shape(name: str) -> str:
+        return _VARIABLE.sub("lv#", name)
+
+    by_shape: dict[str, list[str]] = {}
+    for block in blocks:
+        by_shape.setdefault(shape(block), []).append(block)
+    out: dict[str, str] = {}
+    for name in sorted(n for n in lookups if not _known(n, blocks)):
+        parts = name.split("_")
+        prefixes = ["_".join(parts[:k]) for k in range(len(parts), 0, -1)]
+        found = next((p for p in prefixes if by_shape.get(shape(p))), None)
+        if found is None or len(by_shape[shape(found)]) != 1:
+            return {}
+        out[found] = by_shape[shape(found)][0]
+    return out
 
 
 def _block_names(nodes: list[dict]) -> list[str]:

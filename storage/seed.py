@@ -93,19 +93,34 @@ def _features_arrow(blobs: pa.ChunkedArray) -> pa.Array:
 def _traces_renamed(store: Store, cands: pa.Table, tasks: pa.Table) -> pa.Table:
     """The shard's traces, their block names those of the module this store keeps for each
     task (storage/block_names.py): a task the store had from another import may name its
-    blocks otherwise, and the shard's traces would not replay on the stored module."""
-    from storage.block_names import block_renaming, rename_blocks
+    blocks otherwise, and the shard's traces would not replay on the stored module. Only
+    traces that look up a block named after a Relax variable can differ."""
+    from storage.block_names import (
+        block_renaming,
+        guessed_renaming,
+        module_blocks,
+        rename_blocks,
+        variable_lookups,
+    )
 
+    workloads = cands.column("workload_hash").to_pylist()
+    traces = cands.column("trace_json").to_pylist()
+    rows: dict[str, list[int]] = {}
+    for i, trace in enumerate(traces):
+        if variable_lookups(trace):
+            rows.setdefault(workloads[i], []).append(i)
+    if not rows:
+        return cands
     theirs = dict(zip(tasks.column("workload_hash").to_pylist(),
                       tasks.column("mod_json").to_pylist()))
     ours = dict(store.query("SELECT workload_hash, mod_json FROM tasks WHERE workload_hash IN "
-                            "(SELECT unnest(?::VARCHAR[]))", [list(theirs)]))
-    renamings = {w: r for w, m in theirs.items()
-                 if (r := block_renaming(m, ours.get(w, m)))}
-    if not renamings:
-        return cands
-    traces = [rename_blocks(t, renamings.get(w, {})) for w, t in zip(
-        cands.column("workload_hash").to_pylist(), cands.column("trace_json").to_pylist())]
+                            "(SELECT unnest(?::VARCHAR[]))", [list(rows)]))
+    for workload, indices in rows.items():
+        mod = ours.get(workload, theirs[workload])
+        exact, blocks = block_renaming(theirs[workload], mod), module_blocks(mod)
+        for i in indices:
+            trace = rename_blocks(traces[i], exact)
+            traces[i] = rename_blocks(trace, guessed_renaming(variable_lookups(trace), blocks))
     return cands.set_column(cands.column_names.index("trace_json"), "trace_json",
                             pa.array(traces, pa.string()))
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from storage.block_names import block_renaming, rename_blocks
+from storage.block_names import (
+    block_renaming,
+    guessed_renaming,
+    rename_blocks,
+    variable_lookups,
+)
 from storage.seed import SEED_DIR, load_shard, read_shard
 from storage.store import Store
 from tests.conftest import SMALL_SEED_PROFILE
@@ -56,6 +61,23 @@ def test_only_the_trace_s_block_lookups_are_renamed():
     # name that merely starts alike is not one of them
     assert renamed[0][3][2][0] == "lv88_red_rf" and renamed[0][4][2][0] == "lv511_red"
     assert rename_blocks(trace, {}) is trace
+
+
+def test_a_name_the_module_lacks_is_matched_to_its_one_block_named_alike():
+    blocks = {"root", "T_layer_norm", "lv195_mean", "lv195_sum", "lv195_var_sum"}
+    trace = json.dumps([[["GetSBlock", [], [name, "main"], [f"b{i}"]] for i, name in
+                         enumerate(["lv_mean", "lv_sum", "lv_var_sum_rf", "root"])], []])
+    assert variable_lookups(trace) == {"lv_mean", "lv_sum", "lv_var_sum_rf"}
+    renaming = guessed_renaming(variable_lookups(trace), blocks)
+    # the graph's first variable is plain `lv`; a block RFactor made follows its source
+    assert renaming == {"lv_mean": "lv195_mean", "lv_sum": "lv195_sum",
+                        "lv_var_sum": "lv195_var_sum"}
+    assert variable_lookups(rename_blocks(trace, renaming)) == {
+        "lv195_mean", "lv195_sum", "lv195_var_sum_rf"}
+    # names the module has (or made from them) need nothing; two blocks alike: no guess
+    assert guessed_renaming({"lv195_sum", "lv195_sum_rf"}, blocks) == {}
+    assert guessed_renaming({"lv7_red"}, {"lv1_red", "lv2_red"}) == {}
+    assert guessed_renaming({"lv7_red", "lv7"}, {"lv1_red"}) == {}  # one with no match: none
 
 
 def _renamed_module(mod_json: str) -> tuple[str, dict[str, str]]:
@@ -158,3 +180,24 @@ def test_ms_databases_round_trip_across_imports_and_an_old_store_exports_what_re
     assert kept["records"] == 0
     [(message, times)] = kept["skipped"].items()
     assert "Cannot find a block with the name" in message and times == exported["records"]
+
+
+@pytest.mark.slow
+def test_every_loaded_trace_that_looks_up_a_variable_s_block_replays_on_its_stored_task(db):
+    """A shipped shard whose traces were sampled on a module it does not carry (lv200_red
+    beside its module's lv397_red, an older collect's): loaded, every trace replays."""
+    from core.tvm_env import load_tvm
+    from storage.seed import load_shards
+    from tasks.sampling import scheduled_module
+
+    load_shards(db, SEED_DIR, hardware=[SMALL_SEED_PROFILE], progress=lambda _: None)
+    with Store(db, read_only=True) as store:
+        target = json.loads(store.scalar("SELECT target_json FROM hardware"))
+        rows = store.query("SELECT t.mod_json, c.trace_json FROM candidates c JOIN tasks t "
+                           "USING (task_id) WHERE c.trace_json LIKE '%GetSBlock\", [], [\"lv%'")
+    assert len(rows) > 100
+    tvm = load_tvm(target)
+    modules: dict[str, object] = {}
+    for mod_json, trace in rows:
+        mod = modules.setdefault(mod_json, tvm.ir.load_json(mod_json))
+        scheduled_module(mod, trace)  # raises "Cannot find a block" for a stale name
