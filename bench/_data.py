@@ -18,15 +18,20 @@ KEEP_SCRATCH = "TENFORGE_KEEP_SCRATCH"
 FEATURE_SETS = {"per-store": {},
                 "per-store + trace": {"trace_features": True},
                 "per-store + trace + tiles": {"trace_features": True, "tile_features": True}}
+# Where the store holds the asm columns (`tenforge dataset asm`): what the compiled code does
+ASM_FEATURE_SETS = {"per-store + trace + tiles + asm": {
+    "trace_features": True, "tile_features": True, "asm_features": True}}
 
 
 def feature_set_name(params: dict) -> str:
-    """The FEATURE_SETS name of a tree model's params (a searched model's, say)."""
+    """The FEATURE_SETS (or ASM_FEATURE_SETS) name of a tree model's params (a searched
+    model's, say)."""
     chosen = {key for key in ("trace_features", "tile_features") if params.get(key)}
+    asm = " + asm" if params.get("asm_features") else ""
     for name, set_params in FEATURE_SETS.items():
         if set(set_params) == chosen:
-            return name
-    return "per-store + tiles"  # a search may take the tile block without the summary
+            return name + asm
+    return "per-store + tiles" + asm  # a search may take the tile block without the summary
 
 
 def scratch_dir(prefix: str) -> Path:

@@ -11,7 +11,9 @@ networks), one split per --seeds entry. Rows of the table, for each data kind:
   'tuning', tasks/tuning/writeback.py), when the store has any. Both validate and are scored on
   the same random rows of the validation and held-out networks (models.splits.rows_in_tasks_of).
 - family x feature set: per-store features (MetaSchedule's PerStoreFeature), and for the tree
-  families per-store + the trace summary, and + its tile block too (models/trace_features.py);
+  families per-store + the trace summary, and + its tile block too (models/trace_features.py),
+  and + the asm columns too where the store holds them (`tenforge dataset asm`;
+  models/asm_features.py: what the compiled code does; NaN for a row without them);
   `bagged` is five lgbm models of different seeds ranking together (models/bagged.py), not
   searched;
 - hparams: the family's defaults, and (--trials > 0) the best of an Optuna study restricted to
@@ -38,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import (  # noqa: E402
+    ASM_FEATURE_SETS,
     FEATURE_SETS,
     feature_set_name,
     held_out_parts,
@@ -64,28 +67,42 @@ KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
 
 def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
-    """The datasets to compare: random samples, and every source when retunes added some."""
-    kinds = {"random": load_dataset(db, DataSpec(hardware=hardware, traces=True,
-                                                 sources=("sampled",)))}
+    """The datasets to compare: random samples, and every source when retunes added some;
+    with the asm columns where the store holds any."""
+    try:
+        random = load_dataset(db, DataSpec(hardware=hardware, traces=True, asm=True,
+                                           sources=("sampled",)))
+    except TenforgeError as none:  # no asm columns stored: `tenforge dataset asm` adds them
+        if "assembly columns" not in str(none):
+            raise
+        random = load_dataset(db, DataSpec(hardware=hardware, traces=True, sources=("sampled",)))
+    asm = random.asm is not None
+    if asm:
+        print(f"asm columns: {np.mean(~np.isnan(random.asm).all(1)):.1%} of the random rows")
+    kinds = {"random": random}
     try:
         searched = load_dataset(db, DataSpec(hardware=hardware, traces=True,
                                              sources=("tuning",)))
     except TenforgeError:  # no retune wrote measurements of these profiles back yet
         return kinds
-    kinds["random + search"] = load_dataset(db, DataSpec(hardware=hardware, traces=True))
+    kinds["random + search"] = load_dataset(db, DataSpec(hardware=hardware, traces=True,
+                                                         asm=asm))
     print(f"search-biased rows (retunes): {len(searched)} over "
           f"{np.unique(searched.group).size} tasks of {', '.join(searched.network_families())}")
     return kinds
 
 
-def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
-    """(family, feature set, hparams): defaults per feature set, then one searched row."""
+def variants(families: list[str], trials: int, asm: bool = False) -> list[tuple[str, str, str]]:
+    """(family, feature set, hparams): defaults per feature set (the asm set too for the
+    tree families, with `asm`), then one searched row."""
     out = []
     for family in families:
         out.append((family, "per-store", "default"))
         if family in TRACE_FAMILIES or family == BAG:
             out.append((family, "per-store + trace", "default"))
             out.append((family, "per-store + trace + tiles", "default"))
+        if asm and family in TRACE_FAMILIES:
+            out.extend((family, name, "default") for name in ASM_FEATURE_SETS)
         if trials > 0 and family != BAG:
             out.append((family, "searched", "searched"))
     out.append((BASELINE, "per-store", "default"))
@@ -95,7 +112,7 @@ def variants(families: list[str], trials: int) -> list[tuple[str, str, str]]:
 def fit(family: str, features: str, hparams: str, train, valid, args, seed: int, work: Path,
         study: str) -> tuple[object, str]:
     """The fitted model of one leaderboard row, and the feature set it ended up with."""
-    params: dict = dict(FEATURE_SETS[features])
+    params: dict = dict({**FEATURE_SETS, **ASM_FEATURE_SETS}[features])
     if family == BAG:
         params = {"member_params": params}
     if hparams == "searched":
@@ -138,7 +155,8 @@ def main() -> None:
         for kind, data in kinds.items():
             kind_train = data.subset(rows_in_tasks_of(data, train))
             print(f" {kind}: {len(kind_train)} training rows", flush=True)
-            for family, features, hparams in variants(args.families.split(","), args.trials):
+            for family, features, hparams in variants(args.families.split(","), args.trials,
+                                                      random.asm is not None):
                 start = time.perf_counter()
                 model, picked = fit(family, features, hparams, kind_train, valid, args, seed,
                                     work, f"{kind}-{family}-{seed}")

@@ -160,3 +160,20 @@ def test_extra_shard_folders_are_checked_before_loading_and_named_from_dataset(t
     assert lineage_shard_path(old) == lineage_shard_path(named[0]["shard"])
     device = sorted((SEED_DIR.parent / "device").rglob("*.json"))[0]  # a GPU lease's shards
     assert lineage_shard_path(str(device.relative_to(SEED_DIR.parent))) == device
+
+
+def test_the_asm_set_names_itself_back_and_the_leaderboard_adds_it_for_trees_where_stored():
+    from bench._data import ASM_FEATURE_SETS
+    from bench.leaderboard import variants
+
+    for name, params in ASM_FEATURE_SETS.items():
+        assert feature_set_name(params) == name
+        model = create_model("lgbm", **params)
+        assert model.takes_asm and model.takes_traces
+    assert feature_set_name({"tile_features": True, "asm_features": True}) == \
+        "per-store + tiles + asm"
+    plain = variants(["lgbm", "mlp"], trials=0)
+    assert not any("asm" in features for _, features, _ in plain)
+    with_asm = variants(["lgbm", "mlp", "bagged"], trials=0, asm=True)
+    assert [(f, s) for f, s, _ in with_asm if "asm" in s] == [
+        ("lgbm", "per-store + trace + tiles + asm")]  # trees only: the others cannot take it
