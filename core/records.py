@@ -35,3 +35,5 @@ class MeasureResult:
     verified: bool | None = None  # outputs matched the reference (None: not checked)
     build_s: float | None = None
     run_wall_s: float | None = None
+    # models/asm_features.py's columns of the built code, when the measurer keeps them
+    asm: tuple[float, ...] | None = None

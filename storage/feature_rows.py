@@ -36,8 +36,16 @@ def unfeatured_candidates(store: Store, hardware: str, extractor: str) -> list[i
 
 def add_feature_rows(store: Store, candidate_ids: Sequence[int], extractor: str,
                      values: np.ndarray) -> int:
-    """Store one row of `values` [n, dim] per candidate (all or none); rows a candidate already
-    has for `extractor` are kept. Returns how many were added."""
+    """Store one row of `values` [n, dim] per candidate, all or none (in a transaction of its
+    own); rows a candidate already has for `extractor` are kept. Returns how many were added."""
+    with store.transaction():
+        return insert_feature_rows(store, candidate_ids, extractor, values)
+
+
+def insert_feature_rows(store: Store, candidate_ids: Sequence[int], extractor: str,
+                        values: np.ndarray) -> int:
+    """`add_feature_rows` inside the caller's transaction (collect stores a batch's columns
+    with its measurements)."""
     values = np.asarray(values, np.float32)
     if values.ndim != 2 or values.shape[0] != len(candidate_ids):
         raise ValueError(f"{len(candidate_ids)} candidates need values of shape "
@@ -51,11 +59,10 @@ def add_feature_rows(store: Store, candidate_ids: Sequence[int], extractor: str,
         "n_stores": pa.array([1] * len(candidate_ids), pa.int32()),
         "values": pa.array(list(values), pa.list_(pa.float32())),
     })
-    with store.transaction():
-        before = store.scalar("SELECT count(*) FROM features WHERE extractor = ?", [extractor])
-        store._insert_arrow("features", rows, on_conflict_ignore=True)
-        return int(store.scalar("SELECT count(*) FROM features WHERE extractor = ?",
-                                [extractor])) - int(before)
+    before = store.scalar("SELECT count(*) FROM features WHERE extractor = ?", [extractor])
+    store._insert_arrow("features", rows, on_conflict_ignore=True)
+    return int(store.scalar("SELECT count(*) FROM features WHERE extractor = ?",
+                            [extractor])) - int(before)
 
 
 def feature_matrix(store: Store, candidate_ids: Sequence[int], extractor: str,

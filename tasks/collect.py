@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.progress import bar
@@ -268,6 +270,7 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     on_result)` yields each chunk's results; each chunk is committed as it comes):
     tasks.measure.Measurer, or a test double that compiles nothing."""
     from core.tvm_env import tvm_version
+    from storage.feature_rows import ASM_EXTRACTOR, insert_feature_rows
     from storage.store import Store
 
     settings = profile.measure
@@ -284,12 +287,20 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
                        p["trace_json"], p["flops"]) for p in pending]
     chunks = [jobs[start:start + measure_batch] for start in range(0, len(jobs), measure_batch)]
-    with measurer_factory(profile, settings, build_workers=build_workers) as measurer:
+    # an x86 CPU's builds also keep the asm columns (models/asm_features.py): a model that
+    # reads them trains on this data without rebuilding it (`tenforge dataset asm`)
+    keep_asm = profile.target_kind == "llvm" and profile.arch.startswith("x86")
+    with measurer_factory(profile, settings, build_workers=build_workers,
+                          keep_asm=keep_asm) as measurer:
         for results in measurer.measure_chunks(chunks, on_result=progress.add):
             if on_progress is not None:
                 on_progress(progress.done, progress.total)
             with Store(db) as store, store.transaction():
                 store.insert_measurements(settings_id, results, version, flow_run_id)
+                built = [r for r in results if r.asm is not None]
+                if built:
+                    insert_feature_rows(store, [r.candidate_id for r in built], ASM_EXTRACTOR,
+                                        np.array([r.asm for r in built], np.float32))
             report(progress.line())
     if on_progress is not None and not pending:
         on_progress(0, 0)  # nothing to do is done

@@ -89,8 +89,17 @@ def _do_build(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     sch = s_tir.Schedule(_task_mod(tvm, req["workload_hash"], req["mod_json"]))
     s_tir.schedule.Trace.apply_json_to_schedule(json.loads(req["trace_json"]), sch)
-    export_candidate(tvm.compile(sch.mod, target=Target(req["target"])), req["artifact"])
-    return {"build_s": time.perf_counter() - start}
+    executable = tvm.compile(sch.mod, target=Target(req["target"]))
+    export_candidate(executable, req["artifact"])
+    out = {"build_s": time.perf_counter() - start}
+    if req.get("asm"):  # what LLVM made of it, read now: a later read costs a second build
+        from models.asm_features import asm_vector, compute_text
+
+        try:
+            out["asm"] = asm_vector(compute_text(executable.mod.inspect_source("asm"))).tolist()
+        except Exception:  # noqa: BLE001 - the columns are extra: never fail the measurement
+            out["asm"] = None
+    return out
 
 
 def _random_args(arg_info: list[Any], seed: int) -> list[np.ndarray]:

@@ -15,8 +15,8 @@ class FakeMeasurer:
     """Drop-in for tasks.measure.Measurer (what measure_pending uses of it)."""
 
     def __init__(self, profile: Any, settings: Any = None, build_workers: int = 2,
-                 fail_every: int = 0):
-        self.profile, self.fail_every = profile, fail_every
+                 fail_every: int = 0, keep_asm: bool = False):
+        self.profile, self.fail_every, self.keep_asm = profile, fail_every, keep_asm
         self.batches: list[list[int]] = []
 
     def __enter__(self) -> "FakeMeasurer":
@@ -31,6 +31,13 @@ class FakeMeasurer:
         spread = int(hashlib.sha1(job.trace_json.encode()).hexdigest()[:8], 16) / 2**32
         return max(job.flops, 1.0) * 1e-9 * (1.0 + spread)
 
+    @staticmethod
+    def asm(job: MeasureJob) -> tuple[float, ...]:
+        """Assembly columns of a build that was not: the candidate id, then zeros."""
+        from models.asm_features import ASM_DIM
+
+        return (float(job.candidate_id),) + (0.0,) * (ASM_DIM - 1)
+
     def measure(self, jobs: Sequence[MeasureJob],
                 on_result: Callable[[MeasureResult], None] | None = None
                 ) -> list[MeasureResult]:
@@ -42,7 +49,8 @@ class FakeMeasurer:
                                        error_msg="fake failure", build_s=0.0)
             else:
                 result = MeasureResult(job.candidate_id, run_secs=(self.latency(job),) * 3,
-                                       verified=True, build_s=0.0, run_wall_s=0.0)
+                                       verified=True, build_s=0.0, run_wall_s=0.0,
+                                       asm=self.asm(job) if self.keep_asm else None)
             results.append(result)
             if on_result is not None:
                 on_result(result)

@@ -64,6 +64,29 @@ def test_a_dead_run_keeps_its_batches_and_the_next_measures_only_the_rest(collec
     assert again["measured"] == 0  # nothing pending: nothing measured twice
 
 
+def test_an_x86_collect_stores_each_measured_build_s_asm_columns_with_its_batch(collected):
+    from models.asm_features import ASM_DIM
+    from storage.feature_rows import ASM_EXTRACTOR
+
+    db, profile, task_ids = collected
+    if not profile.arch.startswith("x86"):
+        pytest.skip(f"the asm columns read x86 code; this machine is {profile.arch}")
+
+    def factory(*args, **kwargs):
+        return FakeMeasurer(*args, **kwargs, fail_every=3)
+
+    measure_pending(db, profile, task_ids, 2, None, report=lambda _: None,
+                    measurer_factory=factory)
+    with Store(db, read_only=True) as store:
+        rows = store.query("SELECT f.candidate_id, f.dim, f.\"values\"[1], m.error_kind FROM "
+                           "measurements m LEFT JOIN features f ON f.candidate_id = "
+                           "m.candidate_id AND f.extractor = ? ORDER BY 1", [ASM_EXTRACTOR])
+    built = [(c, dim, first) for c, dim, first, error in rows if error is None]
+    assert built and all(dim == ASM_DIM and first == c for c, dim, first in built)
+    # a failed measurement of the fake has no build to read: no row
+    assert all(c is None for c, _, _, error in rows if error is not None)
+
+
 def test_a_task_without_a_design_space_is_skipped_or_sampled_in_its_simt_space(db, monkeypatch,
                                                                                capsys):
     # TVM 0.27's tensor-core rules fail on the H200's float16 squeeze-excite convolutions

@@ -82,6 +82,29 @@ def test_real_candidates_are_timed_and_verified(profile):
         assert result.build_s > 0
 
 
+def test_a_measurer_keeping_asm_reads_the_columns_of_the_code_it_timed(profile):
+    import numpy as np
+
+    from models.asm_features import ASM_NAMES, asm_vector, compute_text
+    from tasks.compiled_code import candidate_asm
+
+    if profile.target_kind != "llvm" or not profile.arch.startswith("x86"):
+        pytest.skip(f"the asm columns read x86 code; this machine is {profile.arch}")
+    task, jobs = _matmul_jobs(profile.target, 64, 2, seed=1)
+    with Measurer(profile, build_workers=1, keep_asm=True) as measurer:
+        results = measurer.measure(jobs)
+    for job, result in zip(jobs, results):
+        assert result.error_kind is None, result.error_msg
+        # the same columns `tenforge dataset asm` reads from a rebuild of the candidate
+        rebuilt = candidate_asm(tvm, tvm.ir.load_json(job.mod_json), job.trace_json,
+                                profile.target)
+        np.testing.assert_array_equal(np.array(result.asm, np.float32),
+                                      asm_vector(compute_text(rebuilt)))
+        assert result.asm[ASM_NAMES.index("kernel_instructions")] > 0
+    with Measurer(profile, build_workers=1) as measurer:  # not asked: not read
+        assert measurer.measure(jobs[:1])[0].asm is None
+
+
 def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
     good_task, (good,) = _matmul_jobs(profile.target, 32, 1, seed=0)
     bad_trace = MeasureJob(2, good_task.workload_hash, good_task.mod_json,
