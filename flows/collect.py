@@ -17,7 +17,7 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
             batch_size: PositiveInt = 1, db: str | None = None,
             measure_batch: PositiveInt = 16, outbox: str | None = None,
             input_size: PositiveInt | None = None, graph: Graph = "exported",
-            simt: bool = False, reuse_tasks: bool = False) -> dict:
+            simt: bool = False, reuse_tasks: bool = False, asm: bool = False) -> dict:
     """Import `networks` into TVM, sample `candidates_per_task` schedules per tuning task from
     MetaSchedule's design space, build and run them on `hardware`, store every measurement.
 
@@ -43,9 +43,11 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         reuse_tasks: zoo networks the store already lists (same graph, batch and size) are not
             imported again: their stored tasks are sampled and measured (a presampled or
             resumed store; 10-40 s saved a network).
+        asm: an x86 CPU profile: each build also keeps what its code does, the asm columns
+            (models/asm_features.py; bench/asm_cost.py measures what it costs the collect).
     """
     spec = validate_collect(db, hardware, networks, candidates_per_task, seed, batch_size,
-                            measure_batch, outbox, input_size, graph, simt, reuse_tasks)
+                            measure_batch, outbox, input_size, graph, simt, reuse_tasks, asm)
     run_id = current_run_id()
     params = {k: v for k, v in spec.as_run_params().items() if k not in ("db", "outbox")}
     with recorded_run(spec.db, run_id, "collect", params, spec.hardware) as summary:
@@ -60,7 +62,8 @@ def collect(hardware: str = "local", networks: list[str] = ["mlp", "tiny_cnn"], 
         if spec.simt:
             new += sum(t.sample_candidates(spec.db, spec.hardware, task_id, candidates_per_task,
                                            seed, simt=True)["new"] for task_id in task_ids)
-        measured = t.measure_candidates(spec.db, spec.hardware, task_ids, measure_batch, run_id)
+        measured = t.measure_candidates(spec.db, spec.hardware, task_ids, measure_batch, run_id,
+                                        asm=spec.asm)
         summary.update({"db": spec.db, "hardware": spec.hardware, "tasks": len(task_ids),
                         "new_candidates": new, **measured})
     if spec.outbox:

@@ -43,13 +43,15 @@ class CollectSpec(Spec):
     graph: str = "exported"  # how the networks are prepared (core.graphs.GRAPHS)
     simt: bool = False  # a GPU: also sample each task's SIMT space (tasks.sampling.SIMT_RULES)
     reuse_tasks: bool = False  # zoo networks the store lists already are not imported again
+    asm: bool = False  # each build also keeps its asm columns (an x86 CPU profile)
 
 
 def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                      candidates_per_task: int, seed: int = 0, batch_size: int = 1,
                      measure_batch: int = 16, outbox: str | None = None,
                      input_size: int | None = None, graph: str = "exported",
-                     simt: bool = False, reuse_tasks: bool = False) -> CollectSpec:
+                     simt: bool = False, reuse_tasks: bool = False,
+                     asm: bool = False) -> CollectSpec:
     """Check every collect parameter before anything is written (writes nothing itself)."""
     from core.graphs import check_graph, resolve_graph
     from tasks.network_registry import check_registrable
@@ -74,6 +76,10 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
         raise TenforgeError(f"--simt samples a GPU's SIMT space beside its tensor-core one; "
                             f"{profile.name!r} is a {profile.target_kind} profile: leave "
                             "--simt out, or name a CUDA profile (`tenforge hardware`)")
+    if asm and not (profile.target_kind == "llvm" and profile.arch.startswith("x86")):
+        raise TenforgeError(f"--asm reads x86 assembly; {profile.name!r} is a "
+                            f"{profile.target_kind}/{profile.arch or '?'} profile: leave --asm "
+                            "out, or name an x86 CPU profile (`tenforge hardware`)")
     graph = resolve_graph(graph, profile.target_kind, profile.features.get("vector_unit_bytes", 0))
     outbox = outbox or default_outbox()
     check_outbox(outbox)
@@ -82,7 +88,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
                        candidates_per_task=candidates_per_task, seed=seed,
                        batch_size=batch_size, measure_batch=measure_batch, outbox=outbox,
                        input_size=input_size, graph=graph, simt=simt,
-                       reuse_tasks=reuse_tasks)
+                       reuse_tasks=reuse_tasks, asm=asm)
 
 
 def register_network(db: str, profile: HardwareProfile, network: str | Workload,
@@ -263,12 +269,14 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
                     report: Callable[[str], None] = print,
                     build_workers: int | None = None,
                     on_progress: Callable[[int, int], None] | None = None,
-                    measurer_factory: Callable[..., Any] = Measurer) -> dict[str, float]:
+                    measurer_factory: Callable[..., Any] = Measurer,
+                    keep_asm: bool = False) -> dict[str, float]:
     """Measure every candidate of `profile` (in `task_ids`) that has no measurement yet;
     `on_progress(done, total)` after every candidate. `measurer_factory(profile, settings,
     build_workers=...)` makes the measurer (a context manager whose `measure_chunks(chunks,
     on_result)` yields each chunk's results; each chunk is committed as it comes):
-    tasks.measure.Measurer, or a test double that compiles nothing."""
+    tasks.measure.Measurer, or a test double that compiles nothing. `keep_asm` (an x86 CPU
+    profile): each build's asm columns are stored with its measurement (features rows)."""
     from core.tvm_env import tvm_version
     from storage.feature_rows import ASM_EXTRACTOR, insert_feature_rows
     from storage.store import Store
@@ -287,9 +295,9 @@ def measure_pending(db: str, profile: HardwareProfile, task_ids: Sequence[int] |
     jobs = [MeasureJob(p["candidate_id"], p["workload_hash"], modules[p["task_id"]],
                        p["trace_json"], p["flops"]) for p in pending]
     chunks = [jobs[start:start + measure_batch] for start in range(0, len(jobs), measure_batch)]
-    # an x86 CPU's builds also keep the asm columns (models/asm_features.py): a model that
-    # reads them trains on this data without rebuilding it (`tenforge dataset asm`)
-    keep_asm = profile.target_kind == "llvm" and profile.arch.startswith("x86")
+    # with keep_asm the builds also keep the asm columns (models/asm_features.py): a model
+    # that reads them trains on this data without rebuilding it (`tenforge dataset asm`).
+    # Not by default: printing the assembly is a second LLVM pass (bench/asm_cost.py)
     with measurer_factory(profile, settings, build_workers=build_workers,
                           keep_asm=keep_asm) as measurer:
         for results in measurer.measure_chunks(chunks, on_result=progress.add):

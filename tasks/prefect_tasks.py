@@ -29,14 +29,15 @@ def sample_candidates(db: str, hardware: str, task_id: int, count: int, seed: in
 
 @task(name="measure-candidates", tags=["tvm", "measure"], task_run_name="measure on {hardware}")
 def measure_candidates(db: str, hardware: str, task_ids: list[int], measure_batch: int,
-                       flow_run_id: str | None) -> dict:
+                       flow_run_id: str | None, asm: bool = False) -> dict:
     """Build and run every stored candidate of these tasks that lacks a measurement."""
     from tasks.artifacts import progress_reporter
 
     logger = get_run_logger()
     return collect.measure_pending(
         db, resolve_profile(hardware), task_ids, measure_batch, flow_run_id, report=logger.info,
-        on_progress=progress_reporter("collect-progress", f"{hardware}: candidates measured"))
+        on_progress=progress_reporter("collect-progress", f"{hardware}: candidates measured"),
+        keep_asm=asm)
 
 
 @task(name="record-run")

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse-tasks", action="store_true",
                    help="zoo networks the store already lists (same graph, batch and size) "
                         "are not imported again (a presampled or resumed store)")
+    p.add_argument("--asm", action="store_true",
+                   help="an x86 CPU: each build also keeps what its code does (the asm "
+                        "columns, as `dataset asm`; a slower collect)")
     p.add_argument("--outbox", default=None,
                    help="export this run's shard to this folder, for a central store to "
                         "ingest (default: $TENFORGE_OUTBOX; unset = no export)")

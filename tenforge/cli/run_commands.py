@@ -11,13 +11,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     spec = validate_collect(args.db, args.hardware, args.networks, args.candidates, args.seed,
                             args.batch_size, args.measure_batch, args.outbox, args.input_size,
-                            args.graph, args.simt, args.reuse_tasks)
+                            args.graph, args.simt, args.reuse_tasks, args.asm)
     from flows.collect import collect
 
     collect(hardware=args.hardware, networks=args.networks, candidates_per_task=args.candidates,
             seed=args.seed, batch_size=args.batch_size, input_size=args.input_size, db=spec.db,
             measure_batch=args.measure_batch, outbox=spec.outbox, graph=args.graph,
-            simt=args.simt, reuse_tasks=args.reuse_tasks)
+            simt=args.simt, reuse_tasks=args.reuse_tasks, asm=args.asm)
     return 0
 
 

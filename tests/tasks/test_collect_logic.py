@@ -64,7 +64,7 @@ def test_a_dead_run_keeps_its_batches_and_the_next_measures_only_the_rest(collec
     assert again["measured"] == 0  # nothing pending: nothing measured twice
 
 
-def test_an_x86_collect_stores_each_measured_build_s_asm_columns_with_its_batch(collected):
+def test_a_collect_keeping_asm_stores_each_build_s_columns_with_its_batch(collected):
     from models.asm_features import ASM_DIM
     from storage.feature_rows import ASM_EXTRACTOR
 
@@ -76,7 +76,7 @@ def test_an_x86_collect_stores_each_measured_build_s_asm_columns_with_its_batch(
         return FakeMeasurer(*args, **kwargs, fail_every=3)
 
     measure_pending(db, profile, task_ids, 2, None, report=lambda _: None,
-                    measurer_factory=factory)
+                    measurer_factory=factory, keep_asm=True)
     with Store(db, read_only=True) as store:
         rows = store.query("SELECT f.candidate_id, f.dim, f.\"values\"[1], m.error_kind FROM "
                            "measurements m LEFT JOIN features f ON f.candidate_id = "
