@@ -6,9 +6,10 @@ object. ~0.2 s a candidate on one core of a Zen 4: the features cost a build, so
 studies and re-ranking a few picks, not ranking a search's thousands.
 
 Builds run in worker processes (TVM and PyTorch each ship LLVM; this process never imports
-TVM), `processes` at a time, one task's candidates per job. Two ways to keep what they read:
+TVM), `processes` at a time, up to JOB_CANDIDATES of one task per job. Two ways to keep what
+they read:
 - `store_asm_features` (`tenforge dataset asm`): the columns, in the store's features table,
-  where datasets load them (DataSpec(asm=True)) and shards carry them;
+  where datasets load them (DataSpec(asm=True)); shards leave them out;
 - `asm_features` (studies, bench/asm_features.py): a cache file (.npz) keeping each
   candidate's compute functions' assembly (zlib, ~4 KB), so a change to the columns costs no
   build; it belongs to one store (candidate ids are store-local) and says which.
@@ -33,6 +34,7 @@ from models.asm_features import ASM_DIM, asm_vector, compute_text
 from storage.feature_rows import ASM_EXTRACTOR
 
 Job = tuple[str, str, list[tuple[int, str]]]  # (task module JSON, target JSON, [(id, trace)])
+JOB_CANDIDATES = 32  # candidates of one task built by one job (each job loads the module)
 
 
 def candidate_asm(tvm: Any, mod: Any, trace_json: str, target: dict) -> str:
@@ -94,9 +96,14 @@ def _built(programs: Sequence[tuple], processes: int
     """Each task's candidates of `programs` (queries.candidate_programs rows) built in worker
     processes, a task's results at a time as they finish. A Ctrl-C or an error here drops the
     jobs not yet started instead of waiting for them."""
-    jobs: dict[str, Job] = {}
+    jobs: dict[tuple[str, int], Job] = {}
+    counts: dict[str, int] = {}
     for candidate_id, workload, mod_json, trace, target in programs:
-        jobs.setdefault(workload, (mod_json, target, []))[2].append((candidate_id, trace))
+        # at most JOB_CANDIDATES a job: a task of hundreds of slow builds (a BERT matmul's)
+        # would hold a worker, the progress line and the next save for many minutes
+        part = counts[workload] = counts.get(workload, -1) + 1
+        jobs.setdefault((workload, part // JOB_CANDIDATES), (mod_json, target, []))[2].append(
+            (candidate_id, trace))
     context = multiprocessing.get_context("spawn")  # no TVM state forked from this process
     pool = ProcessPoolExecutor(processes, mp_context=context)
     try:
