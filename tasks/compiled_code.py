@@ -154,6 +154,9 @@ def asm_features(db: str, candidate_ids: Sequence[int], processes: int = 2,
     wanted = sorted({int(c) for c in candidate_ids} - set(texts) - failed)
     if wanted:
         with Store(db, read_only=True) as store:
+            hopeless = queries.unbuildable(store, wanted)
+            failed |= hopeless
+            wanted = [c for c in wanted if c not in hopeless]
             programs = queries.candidate_programs(store, wanted)
         tally, last_save = _Tally(len(wanted), progress), time.perf_counter()
         try:
@@ -201,9 +204,10 @@ def store_asm_features(db: str, hardware: str, processes: int = 2, limit: int | 
                                 f"{'not in ' + db if kind is None else '/'.join(kind)}: "
                                 "name an x86 CPU profile of the store (`tenforge hardware`)")
         wanted = unfeatured_candidates(store, hardware, ASM_EXTRACTOR)[:limit]
-        programs = queries.candidate_programs(store, wanted)
-    counts = {"wanted": len(wanted), "stored": 0, "failed": 0}
-    pending: list[tuple[int, np.ndarray]] = []
+        hopeless = queries.unbuildable(store, wanted)  # a build that timed out: missing
+        programs = queries.candidate_programs(store, [c for c in wanted if c not in hopeless])
+    counts = {"wanted": len(wanted), "stored": 0, "failed": len(hopeless)}
+    pending = [(c, np.full(ASM_DIM, np.nan, np.float32)) for c in sorted(hopeless)]
 
     def save() -> None:
         if pending:

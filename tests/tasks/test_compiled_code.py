@@ -112,3 +112,29 @@ def test_dataset_asm_refuses_a_store_or_profile_it_cannot_read(tmp_path, seed_st
         store_asm_features(seed_store, "gpu-h100")
     with pytest.raises(TenforgeError, match="cpu-nowhere-1t is not in"):
         store_asm_features(seed_store, "cpu-nowhere-1t")
+
+
+def test_a_candidate_whose_measured_build_timed_out_is_not_built_again(db, monkeypatch):
+    import tasks.compiled_code as compiled_code
+    from storage.feature_rows import ASM_EXTRACTOR, feature_matrix
+    from storage.store import Store
+    from tests.storage.test_store import C, R, _seed
+
+    with Store(db) as store:
+        hid, tid, sid = _seed(store)
+        store.insert_candidates(tid, hid, [C("h0", features=np.ones((1, 164), np.float32))],
+                                extractor="per_store_feature_v1")
+        [pending] = store.pending_candidates(hid, sid)
+        store.insert_measurements(sid, [R(pending["candidate_id"], run_secs=(),
+                                          error_kind="build_timeout", error_msg="60 s",
+                                          verified=None)], "0.27", "run-1")
+        name = store.scalar("SELECT name FROM hardware")
+    built: list = []
+    monkeypatch.setattr(compiled_code, "_built", lambda programs, _: built.extend(programs) or [])
+    counts = compiled_code.store_asm_features(db, name)
+    assert built == [] and counts == {"wanted": 1, "stored": 1, "failed": 1}
+    with Store(db, read_only=True) as store:
+        assert np.isnan(feature_matrix(store, [pending["candidate_id"]], ASM_EXTRACTOR,
+                                       len(ASM_NAMES))).all()
+    assert np.isnan(compiled_code.asm_features(db, [pending["candidate_id"]])).all()
+    assert built == []
