@@ -93,9 +93,9 @@ def _save_cache(cache: Path, db: str, texts: dict[int, bytes], failed: set[int])
 
 def _built(programs: Sequence[tuple], processes: int
            ) -> Iterator[list[tuple[int, bytes | str]]]:
-    """Each task's candidates of `programs` (queries.candidate_programs rows) built in worker
-    processes, a task's results at a time as they finish. A Ctrl-C or an error here drops the
-    jobs not yet started instead of waiting for them."""
+    """The candidates of `programs` (queries.candidate_programs rows) built in worker
+    processes, a job's results (up to JOB_CANDIDATES of one task) at a time as they finish.
+    A Ctrl-C or an error here drops the jobs not yet started instead of waiting for them."""
     jobs: dict[tuple[str, int], Job] = {}
     counts: dict[str, int] = {}
     for candidate_id, workload, mod_json, trace, target in programs:
