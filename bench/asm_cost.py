@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--hardware", default="local-1t")
     args = parser.parse_args()
     profile = resolve_profile(args.hardware)
-    if profile.target_kind != "llvm" or not profile.arch.startswith("x86"):
+    if not profile.x86_cpu:
         raise SystemExit(f"asm_cost: the asm columns read x86 code; {profile.name} is "
                          f"{profile.target_kind}/{profile.arch}")
     jobs: list[tuple[str, str, str, float]] = []  # (workload, module, trace, flops)

@@ -101,6 +101,11 @@ class MeasureSettings:
         return hashlib.sha1(blob).hexdigest()[:12]
 
 
+def is_x86_cpu(target_kind: str, arch: str) -> bool:
+    """Whether a target's code is x86 assembly (what models/asm_features.py reads)."""
+    return target_kind == "llvm" and arch.startswith("x86")
+
+
 @dataclass(frozen=True)
 class HardwareProfile:
     """One measurable hardware target. Flows take its `name`, never a target string."""
@@ -118,6 +123,10 @@ class HardwareProfile:
     @property
     def target_kind(self) -> str:
         return str(self.target["kind"])
+
+    @property
+    def x86_cpu(self) -> bool:
+        return is_x86_cpu(self.target_kind, self.arch)
 
     @property
     def runner_kind(self) -> str:

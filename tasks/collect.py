@@ -76,7 +76,7 @@ def validate_collect(db: str | None, hardware: str, networks: Sequence[str],
         raise TenforgeError(f"--simt samples a GPU's SIMT space beside its tensor-core one; "
                             f"{profile.name!r} is a {profile.target_kind} profile: leave "
                             "--simt out, or name a CUDA profile (`tenforge hardware`)")
-    if asm and not (profile.target_kind == "llvm" and profile.arch.startswith("x86")):
+    if asm and not profile.x86_cpu:
         raise TenforgeError(f"--asm reads x86 assembly; {profile.name!r} is a "
                             f"{profile.target_kind}/{profile.arch or '?'} profile: leave --asm "
                             "out, or name an x86 CPU profile (`tenforge hardware`)")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import TenforgeError
+from core.hardware import is_x86_cpu
 from models.asm_features import ASM_DIM, asm_vector, compute_text
 from storage.feature_rows import ASM_EXTRACTOR
 
@@ -199,7 +200,7 @@ def store_asm_features(db: str, hardware: str, processes: int = 2, limit: int | 
                             "(`tenforge collect`) or load the seed (`tenforge dataset load-seed`)")
     with Store(db, read_only=True) as store:
         kind = queries.stored_target(store, hardware)
-        if kind is None or kind[0] != "llvm" or not kind[1].startswith("x86"):
+        if kind is None or not is_x86_cpu(*kind):
             raise TenforgeError(f"the assembly columns read x86 code; {hardware} is "
                                 f"{'not in ' + db if kind is None else '/'.join(kind)}: "
                                 "name an x86 CPU profile of the store (`tenforge hardware`)")

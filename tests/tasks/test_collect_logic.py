@@ -69,7 +69,7 @@ def test_a_collect_keeping_asm_stores_each_build_s_columns_with_its_batch(collec
     from storage.feature_rows import ASM_EXTRACTOR
 
     db, profile, task_ids = collected
-    if not profile.arch.startswith("x86"):
+    if not profile.x86_cpu:
         pytest.skip(f"the asm columns read x86 code; this machine is {profile.arch}")
 
     def factory(*args, **kwargs):

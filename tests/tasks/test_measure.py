@@ -88,7 +88,7 @@ def test_a_measurer_keeping_asm_reads_the_columns_of_the_code_it_timed(profile):
     from models.asm_features import ASM_NAMES, asm_vector, compute_text
     from tasks.compiled_code import candidate_asm
 
-    if profile.target_kind != "llvm" or not profile.arch.startswith("x86"):
+    if not profile.x86_cpu:
         pytest.skip(f"the asm columns read x86 code; this machine is {profile.arch}")
     task, jobs = _matmul_jobs(profile.target, 64, 2, seed=1)
     with Measurer(profile, build_workers=1, keep_asm=True) as measurer:
