@@ -54,7 +54,7 @@ from tenforge.cli import bootstrap  # noqa: E402
 bootstrap()
 
 from core.errors import TenforgeError  # noqa: E402
-from models.dataset import DataSpec, load_dataset  # noqa: E402
+from models.dataset import DataSpec, load_dataset, with_stored_asm  # noqa: E402
 from models.evaluate import network_report  # noqa: E402
 from models.registry import FAMILIES, create_model  # noqa: E402
 from models.search import TRACE_FAMILIES, SearchSpec, run_search  # noqa: E402
@@ -69,15 +69,11 @@ KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
     """The datasets to compare: random samples, and every source when retunes added some;
     with the asm columns where the store holds any."""
-    try:
-        random = load_dataset(db, DataSpec(hardware=hardware, traces=True, asm=True,
-                                           sources=("sampled",)))
-    except TenforgeError as none:  # no asm columns stored: `tenforge dataset asm` adds them
-        if "assembly columns" not in str(none):
-            raise
-        random = load_dataset(db, DataSpec(hardware=hardware, traces=True, sources=("sampled",)))
-    asm = random.asm is not None
+    random = load_dataset(db, DataSpec(hardware=hardware, traces=True, sources=("sampled",)))
+    stored = with_stored_asm(db, random)
+    asm = not np.isnan(stored.asm).all()  # none stored: `tenforge dataset asm` adds them
     if asm:
+        random = stored
         print(f"asm columns: {np.mean(~np.isnan(random.asm).all(1)):.1%} of the random rows")
     kinds = {"random": random}
     try:
@@ -85,8 +81,8 @@ def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
                                              sources=("tuning",)))
     except TenforgeError:  # no retune wrote measurements of these profiles back yet
         return kinds
-    kinds["random + search"] = load_dataset(db, DataSpec(hardware=hardware, traces=True,
-                                                         asm=asm))
+    both = load_dataset(db, DataSpec(hardware=hardware, traces=True))
+    kinds["random + search"] = with_stored_asm(db, both) if asm else both
     print(f"search-biased rows (retunes): {len(searched)} over "
           f"{np.unique(searched.group).size} tasks of {', '.join(searched.network_families())}")
     return kinds

@@ -272,16 +272,34 @@ def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
     return _assemble(spec, table, stored_hw, links, asm)
 
 
+def _asm_matrix(store: Any, candidate_ids: list[int]) -> np.ndarray:
+    """float32 [n, ASM_DIM]: each candidate's stored asm columns, NaN where it has none."""
+    from models.asm_features import ASM_DIM
+    from storage.feature_rows import ASM_EXTRACTOR, feature_matrix
+
+    return feature_matrix(store, candidate_ids, ASM_EXTRACTOR, ASM_DIM)
+
+
+def with_stored_asm(db: str | Path, data: Dataset) -> Dataset:
+    """`data` with each candidate's asm columns from store `db` (NaN where it has none), as
+    DataSpec(asm=True) would have loaded it (its spec says so)."""
+    from dataclasses import replace
+
+    from storage.store import Store
+
+    with Store(db, read_only=True) as store:
+        return replace(data, spec=replace(data.spec, asm=True),
+                       asm=_asm_matrix(store, data.candidate_id.tolist()))
+
+
 def _asm_rows(store: Any, spec: DataSpec, table, db: str | Path) -> np.ndarray | None:
     """The assembly columns of the table's candidates when the spec asks for them; refuse
     data that has none (a model trained on NaN alone would rank by nothing)."""
     if not spec.asm or table.num_rows == 0:
         return None
-    from models.asm_features import ASM_DIM
-    from storage.feature_rows import ASM_EXTRACTOR, feature_matrix
+    from storage.feature_rows import ASM_EXTRACTOR
 
-    asm = feature_matrix(store, table.column("candidate_id").to_pylist(), ASM_EXTRACTOR,
-                         ASM_DIM)
+    asm = _asm_matrix(store, table.column("candidate_id").to_pylist())
     if np.isnan(asm).all():
         raise TenforgeError(f"no assembly columns ({ASM_EXTRACTOR}) for hardware "
                             f"{', '.join(spec.hardware)} in {db}; build them first: "

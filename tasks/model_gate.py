@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from models.base import META_FILE
-from models.dataset import Dataset
+from models.dataset import Dataset, with_stored_asm
 
 
 def rivals(db: str, holdout: tuple[str, ...]) -> dict[str, str]:
@@ -50,19 +50,6 @@ def with_traces(db: str, data: Dataset) -> Dataset:
     return replace(data, trace=trace_matrix([traces[int(c)] for c in data.candidate_id]))
 
 
-def with_asm(db: str, data: Dataset) -> Dataset:
-    """`data` with each candidate's stored assembly columns (NaN where it has none)."""
-    from dataclasses import replace
-
-    from models.asm_features import ASM_DIM
-    from storage.feature_rows import ASM_EXTRACTOR, feature_matrix
-    from storage.store import Store
-
-    with Store(db, read_only=True) as store:
-        asm = feature_matrix(store, data.candidate_id.tolist(), ASM_EXTRACTOR, ASM_DIM)
-    return replace(data, asm=asm)
-
-
 def not_registered(verdict: dict[str, Any], holdout: tuple[str, ...]) -> str:
     """The line that says why a gated model was not registered."""
     rival = verdict["best_rival"]
@@ -83,7 +70,7 @@ def gate(db: str, model: Any, test: Dataset, holdout: tuple[str, ...]) -> dict[s
         if rival.takes_traces and test.trace is None:
             test = with_traces(db, test)  # the same rows, with what this rival reads too
         if rival.takes_asm and test.asm is None:
-            test = with_asm(db, test)
+            test = with_stored_asm(db, test)
         theirs[model_id] = network_report(rival, test, holdout)["mean_network_top1"]
     best = max(theirs, key=theirs.get) if theirs else None
     return {"mean_network_top1": mine, "rivals": theirs, "best_rival": best,

@@ -71,6 +71,12 @@ def test_a_dataset_asks_for_the_asm_columns_by_name_and_is_refused_without_any(d
     assert data.subset(np.array([0])).asm.shape == (1, ASM_DIM)
     plain = load_dataset(db, DataSpec(hardware=(name,), extractor=PER_STORE))
     assert plain.asm is None
+    # the columns attached afterwards (the gate, the leaderboard): the same data and spec
+    from models.dataset import with_stored_asm
+
+    attached = with_stored_asm(db, plain)
+    assert attached.fingerprint() == data.fingerprint()
+    np.testing.assert_array_equal(attached.asm, data.asm)
     # the spec without them is the spec of the data before them: fingerprints do not move
     assert "asm" not in plain.spec.to_json() and spec.to_json()["asm"] is True
     assert DataSpec.from_json(spec.to_json()) == spec
