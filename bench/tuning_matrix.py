@@ -47,7 +47,7 @@ Variants (the first is the baseline the search-time speedup is measured against)
            faster than the sampled top 4 on most tasks (bench/warm_start_pools.py)
   warm-focus-pop4-w64-evo  the same from 64 samples a task: about w128's candidate count
   warm-focus-pop4-wshare  w64's candidate count spread by FLOPs x occurrences (16 to 256 a
-           task; tasks.instant.samples_by_importance): w128's warm start took ~100 s of the
+           task; tasks.budget_shares.samples_by_importance): w128's warm start took ~100 s of the
            150-320 s its cells needed to XGB's final on the Zen 4, and its picks fell 2-2.6x
            short of the final bests on the heaviest convolutions, not on the light tasks
   warm-focus-pop4-w128-r13  w128 whose model refits on the search's measurements after every

@@ -31,6 +31,8 @@ import numpy as np
 
 from core.hardware import HardwareProfile
 from storage.ms_database import MS_FAILED_RUN_SECS
+from tasks.asm_rerank import RERANK_POOL, AsmReranker
+from tasks.budget_shares import allocate_by_share
 from tasks.model_evolution import PARENTS, Scored, evolve
 from tasks.schedule_transfer import SourceSchedule, transfer_candidates
 
@@ -76,75 +78,38 @@ def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, 
             sch.trace, workload, run_secs=run_secs, target=target, args_info=args_info))
 
 
-def allocate_by_share(latency: list[float], budget: int, caps: list[int]) -> list[int]:
-    """Split `budget` measurements over tasks in proportion to `latency` (each task's share of
-    the estimated network time), none beyond its cap; what a capped task cannot take goes to
-    the others (largest remainders first, so the counts sum to the budget where caps allow)."""
-    given = [0] * len(latency)
-    left = budget
-    while left > 0:
-        open_ = [i for i, (t, c) in enumerate(zip(latency, caps)) if t > 0 and given[i] < c]
-        if not open_:
-            break
-        total = sum(latency[i] for i in open_)
-        exact = {i: left * latency[i] / total for i in open_}
-        spent = 0
-        for i in open_:
-            add = min(int(exact[i]), caps[i] - given[i])
-            given[i] += add
-            spent += add
-        if spent == 0:  # every share rounds down to nothing: the largest remainders get one
-            for i in sorted(open_, key=lambda i: -(exact[i] - int(exact[i])))[:left]:
-                given[i] += 1
-                spent += 1
-        left -= spent
-    return given
-
-
-SHARE_FLOOR = 16  # samples_by_importance: what the lightest task still ranks
-SHARE_CAP = 4  # ... and the heaviest at most, times the mean
-
-
-def samples_by_importance(importance: list[float], mean: int, floor: int = SHARE_FLOOR,
-                          cap: int | None = None) -> list[int]:
-    """Candidates each task samples and ranks when `mean` a task are spread by `importance`
-    (FLOPs x occurrences): every task at least `floor` (at most `mean`), the rest of
-    `mean` x tasks in proportion, none beyond `cap` (default SHARE_CAP x mean). On
-    mobilenet_v2 NCHW16c at a mean of 64: the seven heaviest convolutions, where a warm start's
-    picks fell 2-2.6x short of the search's final bests (docs/tuning-results.md), rank 133-214,
-    layout transforms 16; a warm start 7-30% shorter on the Zen 4, but no sooner at XGB's
-    final (3.55x against w128's 3.85x, median of 3 seeds, docs/tuning-results.md)."""
-    floor = min(floor, mean)
-    cap = max(cap or SHARE_CAP * mean, floor)
-    extra = allocate_by_share(importance, mean * len(importance) - floor * len(importance),
-                              [cap - floor] * len(importance))
-    return [floor + e for e in extra]
-
-
 def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  profile: HardwareProfile, database: Any, model_path: str, log: Any,
                  measurer: Any, samples: int | Sequence[int], measure_top: int, seed: int,
                  report: Callable[[str], None] = print,
                  context_of: list[int] | None = None, budget: int | None = None,
                  library: Sequence[SourceSchedule] = (), evolve_generations: int = 0,
-                 threads: int = 1, fresh_second: bool = True) -> None:
+                 threads: int = 1, fresh_second: bool = True,
+                 rerank_model: str | None = None, rerank_pool: int = RERANK_POOL
+                 ) -> dict[str, Any] | None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
     may give a task several contexts). `samples`: candidates each task ranks, one number for
-    all or one per chosen task (samples_by_importance). With a `budget` of trials beyond the
-    first pass's `measure_top` per task, the second pass spends the rest by latency share
-    (ranking their mean of fresh samples a task). A `library` of other tasks' measured
-    schedules (tasks.schedule_transfer) adds up to TRANSFERRED candidates made from them to
-    each task's first ranking, beside the sampled ones.
+    all or one per chosen task (tasks.budget_shares.samples_by_importance). With a `budget`
+    of trials beyond the first pass's `measure_top` per task, the second pass spends the
+    rest by latency share (ranking their mean of fresh samples a task). A `library` of other
+    tasks' measured schedules (tasks.schedule_transfer) adds up to TRANSFERRED candidates made
+    from them to each task's first ranking, beside the sampled ones.
     `evolve_generations` > 0: each task's first ranking also holds the children of its best
     samples bred that many generations by the model alone (tasks.model_evolution).
     `threads` > 1: every task's first sample is drawn up front, that many tasks at a time
     (tasks.sampling.sample_tasks), before anything is measured, so no sampling runs beside a
-    timing; the candidates are the same."""
+    timing; the candidates are the same.
+    `rerank_model` (an asm model's path, x86 CPUs): each ranking's top `rerank_pool` are built
+    and re-ordered by it before the top is measured (tasks.asm_rerank); returns what that
+    cost (AsmReranker.summary; None without one)."""
+    reranker = (AsmReranker(rerank_model, profile, measurer, rerank_pool) if rerank_model
+                else None)
     tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
     tuner.library = library
     tuner.evolve_generations = evolve_generations
+    tuner.reranker = reranker
     pending = [_TaskState(i if context_of is None else context_of[i], extracted[index],
                           tvm.ir.save_json(extracted[index].dispatched[0]), flops[i])
                for i, index in enumerate(chosen)]
@@ -153,7 +118,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     states = []
     for state, wanted, first_sample in zip(pending, wanted_of, drawn):
         if log.should_stop():
-            return
+            break
         task = state.task
         started = time.monotonic()
         ranked = tuner.rank(state, wanted, seed, drawn=first_sample)
@@ -161,6 +126,8 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
             report(f"{task.task_name}: no valid candidate in its design space; left untuned")
             continue
         state.space_exhausted = len(ranked) - _transferred(ranked) - _evolved(ranked) < wanted
+        built_s = reranker.build_s if reranker else 0.0
+        ranked = tuner.rerank(state, ranked)
         measured = tuner.measure(state, ranked[:measure_top])
         state.remainder = ranked[measure_top:]
         states.append(state)
@@ -169,12 +136,20 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if evolve_generations:
             lent += (f" ({_evolved(ranked)} bred by the model, {_evolved(ranked[:measure_top])} "
                      "of them measured)")
+        if reranker and len(ranked) > 1:
+            lent += (f", re-ordered its top {min(reranker.pool, len(ranked))} by their code "
+                     f"({reranker.build_s - built_s:.1f} s of builds)")
         report(f"{task.task_name}: ranked {len(ranked)} candidates{lent}, measured the top "
                f"{measured} in {time.monotonic() - started:.1f} s")
     extra = (budget or 0) - log.trials
     if extra > 0 and not log.should_stop():
         _second_pass(tuner, states, extra, samples if isinstance(samples, int) else
                      round(sum(samples) / len(samples)), seed, fresh=fresh_second)
+    if reranker is None:
+        return None
+    report(f"re-ranking by the code: {reranker.built} candidates built in "
+           f"{reranker.build_s:.0f} s ({reranker.failed} failed to build)")
+    return reranker.summary()
 
 
 def _draw_up_front(profile: HardwareProfile, states: list[_TaskState], wanted: list[int],
@@ -286,6 +261,7 @@ def _second_pass(tuner: _Tuner, states: list[_TaskState], extra: int, samples: i
             # another draw (seed + 1) beside the first pass's, ranked together
             pool = pool + tuner.rank(state, samples, seed + 1)
             pool.sort(key=lambda c: -c.score)
+            pool = tuner.rerank(state, pool)  # the new top's code (a pick built before: kept)
         measured, count = 0, min(count, len(pool))  # a second draw may come up short
         while measured < count and not tuner.log.should_stop():  # a deadline, within a batch
             batch = pool[measured:min(count, measured + batch_size)]
@@ -335,6 +311,7 @@ class _Tuner:
         self.next_id = 0  # unique per run: a worker loads each artifact path once (dlopen)
         self.library: Sequence[SourceSchedule] = ()  # other tasks' schedules to transfer
         self.evolve_generations = 0  # model-only evolution on a task's first ranking
+        self.reranker: AsmReranker | None = None  # re-orders a ranking's top by its code
 
     def rank(self, state: _TaskState, samples: int, seed: int,
              drawn: tuple[list[Any], int] | None = None) -> list[_Ranked]:
@@ -370,6 +347,16 @@ class _Tuner:
             ranked = sorted(ranked + [_Ranked(c.candidate, c.score, evolved=True)
                                       for c in children], key=lambda r: -r.score)
         return ranked
+
+    def rerank(self, state: _TaskState, ranked: list[_Ranked]) -> list[_Ranked]:
+        """`ranked` with its top re-ordered by the reranker's asm model (as it was: none)."""
+        if self.reranker is None or len(ranked) < 2:
+            return ranked
+        from tvm.s_tir.meta_schedule.utils import shash2hex
+
+        order = self.reranker.order(state.mod_json, shash2hex(state.task.dispatched[0]),
+                                    state.flops, [r.candidate for r in ranked])
+        return [ranked[i] for i in order]
 
     def score(self, candidates: Sequence[Any]) -> np.ndarray:
         return score_candidates(self.model, self.profile.name, self.hardware, candidates)

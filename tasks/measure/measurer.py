@@ -168,6 +168,18 @@ class Measurer:
         """Build every job on the build workers in parallel; candidate_id -> outcome."""
         return self._build_parallel({job.candidate_id: self._build_request(job) for job in jobs})
 
+    def build_asm(self, jobs: Sequence[MeasureJob]) -> list[tuple[float, ...] | None]:
+        """Build `jobs` for their asm columns alone (x86 CPUs; nothing runs): each one's
+        columns, None where its build failed or its assembly could not be read. What
+        re-ranking a model's picks by their code costs (tasks.asm_rerank); not counted in
+        `build_s`, which is the measurements' building."""
+        counted = self.build_s
+        outcomes = self._build_parallel({job.candidate_id: {
+            **self._build_request(job), "asm": True, "asm_only": True} for job in jobs})
+        self.build_s = counted
+        return [tuple(outcomes[job.candidate_id]["asm"])
+                if outcomes[job.candidate_id].get("asm") else None for job in jobs]
+
     # -------------------------------------------------- MetaSchedule's protocol (ms_backend)
 
     def build_modules(self, mod_jsons: Sequence[str]) -> list[dict[str, Any]]:

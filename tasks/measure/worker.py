@@ -90,7 +90,8 @@ def _do_build(tvm: Any, req: dict[str, Any]) -> dict[str, Any]:
     sch = s_tir.Schedule(_task_mod(tvm, req["workload_hash"], req["mod_json"]))
     s_tir.schedule.Trace.apply_json_to_schedule(json.loads(req["trace_json"]), sch)
     executable = tvm.compile(sch.mod, target=Target(req["target"]))
-    export_candidate(executable, req["artifact"])
+    if not req.get("asm_only"):  # asm_only: the columns are all it is built for (no linking)
+        export_candidate(executable, req["artifact"])
     out = {"build_s": time.perf_counter() - start}
     if req.get("asm"):  # what LLVM made of it, read now: a later read costs a second build
         from models.asm_features import asm_vector, compute_text

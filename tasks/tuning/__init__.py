@@ -19,11 +19,13 @@ the run still compiles and times what it found. Cost models: "xgb" (MetaSchedule
 from scratch) or the path of a saved tenforge model (models.ms_adapter).
 
 Modules: `selection` (which tasks, scheduler kinds), `log` (curve, stop reasons, signal and
-measure hooks), `contexts` (MetaSchedule tune contexts), `run` (tune_network).
+measure hooks), `contexts` (MetaSchedule tune contexts), `run` (tune_network),
+`result` (what it gives back).
 """
 
 from tasks.tuning.log import CurvePoint, TuningLog
-from tasks.tuning.run import TuningResult, tune_network
+from tasks.tuning.result import TuningResult
+from tasks.tuning.run import tune_network
 from tasks.tuning.selection import SCHEDULERS, SEARCH_SCHEDULERS, Scheduler, TaskShare, select_tasks
 
 __all__ = ["SCHEDULERS", "SEARCH_SCHEDULERS", "CurvePoint", "Scheduler", "TaskShare",

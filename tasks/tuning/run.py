@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -12,8 +11,10 @@ import numpy as np
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
+from tasks.asm_rerank import RERANK_POOL, checked_rerank_model
+from tasks.budget_shares import samples_by_importance
 from tasks.constraints import rules_for
-from tasks.instant import fill_unmeasured, instant_tune, measure_top_for, samples_by_importance
+from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
 from tasks.schedule_transfer import SourceSchedule
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
@@ -26,15 +27,9 @@ from tasks.tuning.contexts import (
     search_population,
     tune_contexts,
 )
-from tasks.tuning.hold import (
-    HOLD_SHARE,
-    HOLD_TOP,
-    HoldResult,
-    check_hold_top,
-    occurrences,
-    try_hold,
-)
-from tasks.tuning.log import CurvePoint, TuningLog, recorder, stop_on_signals, survive_search_errors
+from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, check_hold_top, occurrences, try_hold
+from tasks.tuning.log import TuningLog, recorder, stop_on_signals, survive_search_errors
+from tasks.tuning.result import TuningResult, e2e_summary, online_shares
 from tasks.tuning.selection import SCHEDULERS, TaskShare, select_tasks
 
 # A learned search's online model (models.ms_adapter) weighs as much as the pre-trained one
@@ -46,82 +41,6 @@ ONLINE_HALF = 64
 ONLINE_BLEND = "count"
 # A warm start spread by share (warm_spread) measures this many picks of every task first.
 WARM_SPREAD_TOP = 2
-
-
-@dataclass
-class TuningResult:
-    network: str
-    hardware: str
-    cost_model: str
-    scheduler: str
-    tasks_total: int
-    tasks_tuned: list[str]
-    trials: int
-    errors: int
-    search_s: float  # the search's wall time, measuring included
-    measure_s: float  # of search_s, building and running candidates
-    search_threads: int
-    population: int  # the evolutionary search's per round (instant: candidates ranked per task)
-    stop_reason: str  # trials | deadline | interrupt | exhausted | error
-    estimated_s: float | None
-    untuned: dict[str, Any]
-    tuned: dict[str, Any]
-    curve: list[CurvePoint]
-    database_dir: str
-    network_hash: str
-    trials_per_task: dict[str, int]
-    rejected_by_rules: int = 0
-    trials_per_round: int | None = None  # candidates measured per turn of a task (searches)
-    tasks_filled: list[str] = field(default_factory=list)  # unmeasured by the search, picked after
-    warm_focus: bool | None = None  # a warm start's search skipped the blind pass (None: no warm)
-    warm_samples: int | None = None  # candidates its warm start ranked per task (None: no warm)
-    transfer_sources: int = 0  # schedules of other tasks its candidates could be made from
-    warm_evolve: int = 0  # generations of model-only evolution on each task's first ranking
-    build_s: float = 0.0  # of measure_s, compiling candidates (the rest: running them)
-    warm_share: bool = False  # its warm samples went by FLOPs x occurrences, warm_samples the mean
-    warm_spread: bool = False  # its warm start measured WARM_SPREAD_TOP a task, the rest by share
-    # CPU seconds of this process over search_s: the search's own work (candidates are built
-    # and run in worker processes); unlike search_s, blind to other load and to being paused
-    search_cpu_s: float | None = None
-    # a learned model's feature cache (models/feature_cache.py): hits, misses (None: none used)
-    feature_cache: dict[str, int] | None = None
-    genetic_iters: int | None = None  # the evolutionary search's mutation rounds (None: instant)
-    # a learned search's online model weighed half at this many measurements of a task
-    # (models.ms_adapter; None: no online model, or MetaSchedule's XGB)
-    online: int | None = None
-    # how a task's scores weighed the online model: "count" (by `online` alone) or
-    # "prequential" (by the task's own measured batches; models/online_blend.py)
-    online_blend: str | None = None
-    # prequential: the online model's weight each task's batches chose, by count of tasks
-    online_shares: dict[str, int] | None = None
-    # the part of a turn the gradient rule counted a focused warm start for (None: a whole one)
-    warm_turn: float | None = None
-    # the heaviest tasks' picks measured again in fresh processes before compiling
-    # (tasks.tuning.hold; None: not held, database_dir is the search's own database)
-    held: HoldResult | None = None
-    # a batch's builds overlapped the next task's search (tasks.ms_overlap); build_s is then
-    # the builds' own wall time, mostly hidden behind the search rather than part of measure_s
-    overlap_builds: bool = False
-
-    @property
-    def speedup(self) -> float:
-        return self.untuned["latency_s"] / self.tuned["latency_s"]
-
-
-def _e2e(run: dict[str, Any]) -> dict[str, Any]:
-    secs = run["run_secs"]
-    return {"latency_s": float(np.median(secs)), "run_secs": secs, "compile_s": run["compile_s"],
-            "tuned_functions": len(run["tuned_functions"]),
-            "tir_functions": run["tir_functions"]}
-
-
-def online_shares(model: Any) -> dict[str, int]:
-    """A prequential blend's weights as the tasks' batches last chose them: weight -> tasks."""
-    blend = getattr(getattr(model, "logic", None), "blend", None)
-    if blend is None:
-        return {}
-    weights = sorted(blend.given.values())
-    return {f"{w:.3f}": weights.count(w) for w in dict.fromkeys(weights)}
 
 
 def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: str | Path,
@@ -144,7 +63,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  online: int | None = ONLINE_HALF, online_blend: str = ONLINE_BLEND,
                  warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
-                 overlap_builds: bool = False) -> TuningResult:
+                 overlap_builds: bool = False, rerank_model: str | None = None,
+                 rerank_pool: int = RERANK_POOL) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -183,7 +103,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `warm_evolve` > 0: the warm start (or instant tuning) also ranks the children of each
     task's best samples, bred that many generations by the model alone before anything of the
     task is measured (tasks.model_evolution). `warm_share`: the warm start's `warm_samples` a
-    task are a mean, spread by FLOPs x occurrences (tasks.instant.samples_by_importance), so
+    task are a mean, spread by FLOPs x occurrences (tasks.budget_shares.samples_by_importance), so
     the heaviest tasks rank up to 4x as many and the lightest 16.
     `refit_every`: measurements a learned model folds in between refits on everything the
     search measured (models.ms_adapter; default REFIT_EVERY, 64). `online` (None: off): each
@@ -210,7 +130,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `hold_share` of the estimate has its best record measured again in fresh processes (its
     `hold_top` best where that one slipped), and the network is compiled from the held
     database (work_dir/held) those picks make (tasks.tuning.hold: on the Zen 5 a BERT build
-    went from 146 to 119 ms)."""
+    went from 146 to 119 ms). `rerank_model` (an asm model's path; instant tuning or a warm
+    start, x86 CPUs): each task's top `rerank_pool` ranked are built and re-ordered by what
+    LLVM made of them before the top is measured (tasks.asm_rerank)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -223,6 +145,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     check_warm_start(warm_start, cost_model, scheduler)
+    if rerank_model and not (warm_start or scheduler == "instant"):
+        raise TenforgeError("a re-rank model re-orders a learned model's picks before they are "
+                            "measured: give it with --scheduler instant or a --warm-start")
+    if rerank_model:  # before anything is built: a model that does not fit says so now
+        checked_rerank_model(rerank_model, profile, rerank_pool)
     given = {name: value for name, value in (("refit_every", refit_every), ("online", online))
              if value is not None}
     if given:
@@ -286,6 +213,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     focus = bool(warm_start) and warm_focus
     warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
+    reranked = None  # what re-ranking by the code cost (instant_tune's summary), if asked
     with Measurer(profile) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
@@ -306,13 +234,15 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                               "estimated latency)" if spread < warm_start else "") + ", then search"
                            + (f" (counted as {warm_turn:.2f} of a turn)" if warm_turn else ""))
                     first_context = [log.context_task.index(t) for t in range(len(chosen))]
-                    instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                                 database, cost_model, log, measurer, samples=per_task,
-                                 measure_top=spread, seed=seed, report=report,
-                                 context_of=first_context, library=transfer_library,
-                                 evolve_generations=warm_evolve, threads=search_threads,
-                                 budget=log.trials + warm_start * len(chosen)
-                                 if warm_spread else None, fresh_second=False)
+                    reranked = instant_tune(
+                        extracted, chosen, [shares[i].flops for i in chosen], profile,
+                        database, cost_model, log, measurer, samples=per_task,
+                        measure_top=spread, seed=seed, report=report,
+                        context_of=first_context, library=transfer_library,
+                        evolve_generations=warm_evolve, threads=search_threads,
+                        budget=log.trials + warm_start * len(chosen)
+                        if warm_spread else None, fresh_second=False,
+                        rerank_model=rerank_model, rerank_pool=rerank_pool)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -320,11 +250,13 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                            f"model and measure the top {top}"
                            + (f"; the rest of {trials} trials by share of the estimated latency"
                               if trials > top * len(chosen) else ""))
-                    instant_tune(extracted, chosen, [shares[i].flops for i in chosen], profile,
-                                 database, cost_model, log, measurer, samples=population,
-                                 measure_top=top, seed=seed, report=report, budget=trials,
-                                 library=transfer_library, evolve_generations=warm_evolve,
-                                 threads=search_threads)
+                    reranked = instant_tune(
+                        extracted, chosen, [shares[i].flops for i in chosen], profile,
+                        database, cost_model, log, measurer, samples=population,
+                        measure_top=top, seed=seed, report=report, budget=trials,
+                        library=transfer_library, evolve_generations=warm_evolve,
+                        threads=search_threads, rerank_model=rerank_model,
+                        rerank_pool=rerank_pool)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                     if overlap_builds:
                         overlapped = OverlappedMeasuring(measurer, log.add_measure_time)
@@ -393,9 +325,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         network=network, hardware=profile.name, cost_model=cost_model, scheduler=scheduler,
         tasks_total=len(extracted), tasks_tuned=log.task_names, trials=log.trials,
         errors=log.errors, search_s=search_s, measure_s=log.measure_s, search_cpu_s=search_cpu_s,
-        build_s=build_s,
-        search_threads=search_threads, population=population, stop_reason=log.final_reason(),
-        estimated_s=log.estimated(), untuned=_e2e(untuned), tuned=_e2e(tuned), curve=log.curve,
+        build_s=build_s, search_threads=search_threads, population=population,
+        stop_reason=log.final_reason(), estimated_s=log.estimated(),
+        untuned=e2e_summary(untuned), tuned=e2e_summary(tuned), curve=log.curve,
         database_dir=database_dir, network_hash=structural_hash_hex(relax_mod),
         trials_per_task=dict(zip(log.task_names, log.trials_per_task)),
         rejected_by_rules=log.rejected_by_rules,
@@ -411,7 +343,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         online=online if model != "xgb" else None,
         online_blend=online_blend if model != "xgb" and online else None,
         online_shares=blend_shares or None, warm_turn=warm_turn, held=held,
-        overlap_builds=overlap_builds and not instant)
+        overlap_builds=overlap_builds and not instant, rerank=reranked)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

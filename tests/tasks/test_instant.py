@@ -1,7 +1,8 @@
 """Instant tuning: the second pass (the trials left after the first, by latency share), and
 the picks for tasks a search left unmeasured."""
 
-from tasks.instant import allocate_by_share, measure_top_for, samples_by_importance
+from tasks.budget_shares import allocate_by_share, samples_by_importance
+from tasks.instant import measure_top_for
 
 
 def test_the_budget_follows_each_tasks_share_of_the_latency():
@@ -42,6 +43,11 @@ class _Tuner:
 
     def __init__(self, log, fresh: int):
         self.log, self.fresh, self.batches, self.lines = log, fresh, [], []
+        self.reranked = []  # (task, pool size) each time its pool's top was re-ordered
+
+    def rerank(self, state, ranked):
+        self.reranked.append((state.task.task_name, len(ranked)))
+        return ranked[::-1]  # a re-ranker that disagrees with the model entirely
 
     def report(self, line):
         self.lines.append(line)
@@ -78,6 +84,10 @@ def test_the_second_pass_measures_the_heaviest_task_first_in_batches_until_the_d
     assert tuner.batches == [("t0", 8), ("t0", 8), ("t0", 8)]
     assert "t0 30 (75%), t1 10 (25%)" in tuner.lines[0]
     assert len(states[0].remainder) == 6  # 20 + 10 fresh, 24 measured
+    # the merged pool (remainder + fresh draw) was re-ordered once, before measuring: the
+    # fresh draw's candidates (ranked last, at equal scores) were measured first
+    assert tuner.reranked == [("t0", 30)]
+    assert all("new" not in r.candidate for r in states[0].remainder)
 
 
 def test_a_task_whose_space_is_exhausted_gets_no_more_than_it_has_left():
@@ -100,6 +110,7 @@ def test_a_second_pass_without_a_fresh_draw_spreads_the_remainders_alone():
     assert "t0 20 (75%), t1 4 (25%)" in tuner.lines[0]
     assert tuner.batches == [("t0", 8), ("t0", 8), ("t0", 4), ("t1", 4)]
     assert states[0].remainder == [] == states[1].remainder
+    assert tuner.reranked == []  # the remainders kept the first pass's (re-ranked) order
 
 
 class _FillTuner:

@@ -105,6 +105,28 @@ def test_a_measurer_keeping_asm_reads_the_columns_of_the_code_it_timed(profile):
         assert measurer.measure(jobs[:1])[0].asm is None
 
 
+def test_build_asm_reads_the_columns_alone_and_a_broken_trace_gives_none(profile):
+    import numpy as np
+
+    from models.asm_features import asm_vector, compute_text
+    from tasks.compiled_code import candidate_asm
+
+    if not profile.x86_cpu:
+        pytest.skip(f"the asm columns read x86 code; this machine is {profile.arch}")
+    task, jobs = _matmul_jobs(profile.target, 64, 2, seed=2)
+    broken = MeasureJob(-9, task.workload_hash, task.mod_json, '[["nonsense"], []]', task.flops)
+    with Measurer(profile, build_workers=2) as measurer:
+        columns = measurer.build_asm([*jobs, broken])
+        assert measurer.build_s == 0.0  # not a measurement's building
+        assert os.listdir(measurer.artifact_dir) == []  # nothing linked, nothing left
+    assert columns[2] is None
+    for job, got in zip(jobs, columns):
+        rebuilt = candidate_asm(tvm, tvm.ir.load_json(job.mod_json), job.trace_json,
+                                profile.target)
+        np.testing.assert_array_equal(np.array(got, np.float32),
+                                      asm_vector(compute_text(rebuilt)))
+
+
 def test_faults_are_recorded_and_the_next_candidate_still_measures(profile):
     good_task, (good,) = _matmul_jobs(profile.target, 32, 1, seed=0)
     bad_trace = MeasureJob(2, good_task.workload_hash, good_task.mod_json,
