@@ -14,7 +14,7 @@ measuring too. x86 CPU profiles only (the columns read x86 assembly).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,10 +25,25 @@ from core.hardware import HardwareProfile
 RERANK_POOL = 32  # the first model's picks a task built and re-ordered
 
 
-def checked_rerank_model(model_path: str, profile: HardwareProfile, pool: int) -> Any:
-    """The asm model at `model_path`, loaded, once it is known to fit: an x86 CPU `profile`,
-    a model that reads the asm columns, a pool of at least two. One-line errors otherwise."""
+@dataclass(frozen=True)
+class Rerank:
+    """What re-ranking by the code does: `model`, an asm model's saved folder, orders the
+    first model's top `pool` picks of each task that carries `flops_share` of the network's
+    FLOPs x occurrences (tasks.tuning.selection.select_tasks' rule; the other tasks keep the
+    first model's order: a build costs as much on a reshape as on a convolution)."""
+
+    model: str
+    pool: int = RERANK_POOL
+    flops_share: float = 1.0
+
+
+def checked_rerank_model(rerank: Rerank, profile: HardwareProfile) -> Any:
+    """The asm model of `rerank`, loaded, once it is known to fit: an x86 CPU `profile`, a
+    model that reads the asm columns, a pool of at least two, a share in (0, 1]. One-line
+    errors otherwise."""
     from models.registry import load_model
+
+    model_path, pool = rerank.model, rerank.pool
 
     if not profile.x86_cpu:
         raise TenforgeError(f"re-ranking reads x86 assembly; {profile.name!r} is a "
@@ -37,6 +52,9 @@ def checked_rerank_model(model_path: str, profile: HardwareProfile, pool: int) -
     if pool < 2:
         raise TenforgeError(f"re-rank pool {pool}: give at least 2 candidates a task "
                             f"(default {RERANK_POOL})")
+    if not 0 < rerank.flops_share <= 1:
+        raise TenforgeError(f"re-rank FLOPs share {rerank.flops_share}: give a share of the "
+                            "network's FLOPs x occurrences in (0, 1]")
     model = load_model(model_path)
     if not model.takes_asm:
         raise TenforgeError(f"model {model_path} does not read the asm columns, so it cannot "
@@ -46,16 +64,15 @@ def checked_rerank_model(model_path: str, profile: HardwareProfile, pool: int) -
 
 
 class AsmReranker:
-    """Re-orders a task's top `pool` candidates (tasks.sampling.Candidate) by the asm model
-    saved at `model_path`, built by `measurer`'s build workers (tasks.measure.Measurer.
+    """Re-orders a task's top `rerank.pool` candidates (tasks.sampling.Candidate) by the asm
+    model of `rerank`, built by `measurer`'s build workers (tasks.measure.Measurer.
     build_asm: its timeouts and crash handling). Remembers each candidate's columns for the
     run, so a candidate ranked again is not built again."""
 
-    def __init__(self, model_path: str, profile: HardwareProfile, measurer: Any,
-                 pool: int = RERANK_POOL) -> None:
-        self.model = checked_rerank_model(model_path, profile, pool)
-        self.model_path, self.profile, self.measurer = model_path, profile, measurer
-        self.pool = pool
+    def __init__(self, rerank: Rerank, profile: HardwareProfile, measurer: Any) -> None:
+        self.model = checked_rerank_model(rerank, profile)
+        self.settings, self.profile, self.measurer = rerank, profile, measurer
+        self.pool = rerank.pool
         self.hardware = np.array(profile.feature_vector(), np.float32)
         self._columns: dict[str, np.ndarray | None] = {}  # schedule hash -> asm (None: failed)
         self.built = self.failed = 0
@@ -63,7 +80,8 @@ class AsmReranker:
 
     def summary(self) -> dict[str, Any]:
         """What the run's re-ranking was and cost: TuningResult.rerank."""
-        return {"model": self.model_path, "pool": self.pool, "built": self.built,
+        return {"model": self.settings.model, "pool": self.pool,
+                "flops_share": self.settings.flops_share, "built": self.built,
                 "failed": self.failed, "build_s": round(self.build_s, 3)}
 
     def order(self, mod_json: str, workload: str, flops: float,

@@ -31,7 +31,7 @@ import numpy as np
 
 from core.hardware import HardwareProfile
 from storage.ms_database import MS_FAILED_RUN_SECS
-from tasks.asm_rerank import RERANK_POOL, AsmReranker
+from tasks.asm_rerank import AsmReranker, Rerank
 from tasks.budget_shares import allocate_by_share
 from tasks.model_evolution import PARENTS, Scored, evolve
 from tasks.schedule_transfer import SourceSchedule, transfer_candidates
@@ -59,6 +59,7 @@ class _TaskState:
     sampled: set[str] = field(default_factory=set)  # schedule hashes drawn so far
     best_s: float | None = None  # fastest measured mean run time
     space_exhausted: bool = False  # sampling found fewer distinct candidates than it asked
+    reranked: bool = False  # its rankings' top is re-ordered by the code (tasks.asm_rerank)
 
 
 def _commit(database: Any, task_mod: Any, target: Any, results: list[tuple[str, Any]]) -> None:
@@ -85,8 +86,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
                  context_of: list[int] | None = None, budget: int | None = None,
                  library: Sequence[SourceSchedule] = (), evolve_generations: int = 0,
                  threads: int = 1, fresh_second: bool = True,
-                 rerank_model: str | None = None, rerank_pool: int = RERANK_POOL
-                 ) -> dict[str, Any] | None:
+                 rerank: Rerank | None = None) -> dict[str, Any] | None:
     """Tune the `chosen` tasks of `extracted` (`flops` each) instantly into `database`; `log`
     (a TuningLog) gets every measured batch, as the search's callback would feed it, under
     the context `context_of[i]` of the i-th chosen task (default: i; a search that follows
@@ -101,11 +101,10 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     `threads` > 1: every task's first sample is drawn up front, that many tasks at a time
     (tasks.sampling.sample_tasks), before anything is measured, so no sampling runs beside a
     timing; the candidates are the same.
-    `rerank_model` (an asm model's path, x86 CPUs): each ranking's top `rerank_pool` are built
-    and re-ordered by it before the top is measured (tasks.asm_rerank); returns what that
-    cost (AsmReranker.summary; None without one)."""
-    reranker = (AsmReranker(rerank_model, profile, measurer, rerank_pool) if rerank_model
-                else None)
+    `rerank` (x86 CPUs): the top of each ranking of the tasks it names (by FLOPs share) is
+    built and re-ordered by an asm model before the top is measured (tasks.asm_rerank);
+    returns what that cost (AsmReranker.summary; None without it)."""
+    reranker = AsmReranker(rerank, profile, measurer) if rerank else None
     tvm, tuner = _tuner(profile, database, model_path, log, measurer, report)
     tuner.library = library
     tuner.evolve_generations = evolve_generations
@@ -113,6 +112,9 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     pending = [_TaskState(i if context_of is None else context_of[i], extracted[index],
                           tvm.ir.save_json(extracted[index].dispatched[0]), flops[i])
                for i, index in enumerate(chosen)]
+    if rerank:
+        for i in _heaviest(pending, rerank.flops_share):
+            pending[i].reranked = True
     wanted_of = [samples if isinstance(samples, int) else samples[i] for i in range(len(chosen))]
     drawn = _draw_up_front(profile, pending, wanted_of, seed, threads, log, report)
     states = []
@@ -136,7 +138,7 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
         if evolve_generations:
             lent += (f" ({_evolved(ranked)} bred by the model, {_evolved(ranked[:measure_top])} "
                      "of them measured)")
-        if reranker and len(ranked) > 1:
+        if reranker and state.reranked and len(ranked) > 1:
             lent += (f", re-ordered its top {min(reranker.pool, len(ranked))} by their code "
                      f"({reranker.build_s - built_s:.1f} s of builds)")
         report(f"{task.task_name}: ranked {len(ranked)} candidates{lent}, measured the top "
@@ -150,6 +152,14 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
     report(f"re-ranking by the code: {reranker.built} candidates built in "
            f"{reranker.build_s:.0f} s ({reranker.failed} failed to build)")
     return reranker.summary()
+
+
+def _heaviest(states: list[_TaskState], share: float) -> list[int]:
+    """Positions of the tasks carrying `share` of the states' FLOPs x occurrences."""
+    from tasks.tuning.selection import TaskShare, select_tasks  # (the package imports this)
+
+    return select_tasks([TaskShare(str(s.task.task_name), s.flops, int(s.task.weight))
+                         for s in states], share)
 
 
 def _draw_up_front(profile: HardwareProfile, states: list[_TaskState], wanted: list[int],
@@ -350,7 +360,7 @@ class _Tuner:
 
     def rerank(self, state: _TaskState, ranked: list[_Ranked]) -> list[_Ranked]:
         """`ranked` with its top re-ordered by the reranker's asm model (as it was: none)."""
-        if self.reranker is None or len(ranked) < 2:
+        if self.reranker is None or not state.reranked or len(ranked) < 2:
             return ranked
         from tvm.s_tir.meta_schedule.utils import shash2hex
 

@@ -66,8 +66,9 @@ class TuningResult:
     # a batch's builds overlapped the next task's search (tasks.ms_overlap); build_s is then
     # the builds' own wall time, mostly hidden behind the search rather than part of measure_s
     overlap_builds: bool = False
-    # an asm model re-ordered each task's top `pool` picks by their compiled code before they
-    # were measured (tasks.asm_rerank): model, pool, built, failed, build_s (None: none did)
+    # an asm model re-ordered the top `pool` picks of the tasks carrying `flops_share` by their
+    # compiled code before they were measured (tasks.asm_rerank): model, pool, flops_share,
+    # built, failed, build_s (None: none did)
     rerank: dict[str, Any] | None = None
 
     @property

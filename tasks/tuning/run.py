@@ -11,7 +11,7 @@ import numpy as np
 from core.errors import TenforgeError
 from core.hardware import HardwareProfile
 from core.procs import usable_cores
-from tasks.asm_rerank import RERANK_POOL, checked_rerank_model
+from tasks.asm_rerank import Rerank, checked_rerank_model
 from tasks.budget_shares import samples_by_importance
 from tasks.constraints import rules_for
 from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
@@ -63,8 +63,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  online: int | None = ONLINE_HALF, online_blend: str = ONLINE_BLEND,
                  warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
-                 overlap_builds: bool = False, rerank_model: str | None = None,
-                 rerank_pool: int = RERANK_POOL) -> TuningResult:
+                 overlap_builds: bool = False, rerank: Rerank | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -130,9 +129,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     `hold_share` of the estimate has its best record measured again in fresh processes (its
     `hold_top` best where that one slipped), and the network is compiled from the held
     database (work_dir/held) those picks make (tasks.tuning.hold: on the Zen 5 a BERT build
-    went from 146 to 119 ms). `rerank_model` (an asm model's path; instant tuning or a warm
-    start, x86 CPUs): each task's top `rerank_pool` ranked are built and re-ordered by what
-    LLVM made of them before the top is measured (tasks.asm_rerank)."""
+    went from 146 to 119 ms). `rerank` (instant tuning or a warm start, x86 CPUs): the top
+    picks of the tasks it names are built and re-ordered by an asm model, by what LLVM made of
+    them, before the top is measured (tasks.asm_rerank)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -145,11 +144,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     if scheduler not in SCHEDULERS:
         raise TenforgeError(f"unknown scheduler {scheduler!r}; choose one of {SCHEDULERS}")
     check_warm_start(warm_start, cost_model, scheduler)
-    if rerank_model and not (warm_start or scheduler == "instant"):
+    if rerank and not (warm_start or scheduler == "instant"):
         raise TenforgeError("a re-rank model re-orders a learned model's picks before they are "
                             "measured: give it with --scheduler instant or a --warm-start")
-    if rerank_model:  # before anything is built: a model that does not fit says so now
-        checked_rerank_model(rerank_model, profile, rerank_pool)
+    if rerank:  # before anything is built: a model that does not fit says so now
+        checked_rerank_model(rerank, profile)
     given = {name: value for name, value in (("refit_every", refit_every), ("online", online))
              if value is not None}
     if given:
@@ -242,7 +241,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                         evolve_generations=warm_evolve, threads=search_threads,
                         budget=log.trials + warm_start * len(chosen)
                         if warm_spread else None, fresh_second=False,
-                        rerank_model=rerank_model, rerank_pool=rerank_pool)
+                        rerank=rerank)
                 if instant:
                     top = instant_top or measure_top_for(trials, len(chosen))
                     log.budget = max(trials, top * len(chosen))  # what it plans to measure
@@ -255,8 +254,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                         database, cost_model, log, measurer, samples=population,
                         measure_top=top, seed=seed, report=report, budget=trials,
                         library=transfer_library, evolve_generations=warm_evolve,
-                        threads=search_threads, rerank_model=rerank_model,
-                        rerank_pool=rerank_pool)
+                        threads=search_threads, rerank=rerank)
                 elif log.trials < trials and not log.should_stop():  # (a warm start may spend it)
                     if overlap_builds:
                         overlapped = OverlappedMeasuring(measurer, log.add_measure_time)

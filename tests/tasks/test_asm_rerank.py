@@ -44,10 +44,10 @@ def _candidates(names):
 
 def _reranker(monkeypatch, speed, pool):
     model = SimpleNamespace(predict=lambda data: data.asm[:, 0], takes_asm=True)
-    monkeypatch.setattr(asm_rerank, "checked_rerank_model", lambda path, profile, pool: model)
+    monkeypatch.setattr(asm_rerank, "checked_rerank_model", lambda rerank, profile: model)
     profile = SimpleNamespace(name="cpu-x", feature_vector=lambda: [0.0])
     builds = _Builds(speed)
-    return asm_rerank.AsmReranker("m", profile, builds, pool=pool), builds
+    return asm_rerank.AsmReranker(asm_rerank.Rerank("m", pool=pool), profile, builds), builds
 
 
 def test_the_top_pool_is_ordered_by_the_asm_model_failed_builds_last_the_rest_untouched(
@@ -79,13 +79,34 @@ def test_a_model_that_does_not_fit_is_refused_in_one_line(monkeypatch):
 
     x86 = SimpleNamespace(name="cpu-x", x86_cpu=True, target_kind="llvm", arch="x86_64")
     gpu = SimpleNamespace(name="gpu-h100", x86_cpu=False, target_kind="cuda", arch="sm_90")
+    rerank = asm_rerank.Rerank("m")
     with pytest.raises(TenforgeError, match="x86 assembly; 'gpu-h100' is a cuda/sm_90"):
-        asm_rerank.checked_rerank_model("m", gpu, 32)
+        asm_rerank.checked_rerank_model(rerank, gpu)
     with pytest.raises(TenforgeError, match="re-rank pool 1: give at least 2"):
-        asm_rerank.checked_rerank_model("m", x86, 1)
+        asm_rerank.checked_rerank_model(asm_rerank.Rerank("m", pool=1), x86)
+    with pytest.raises(TenforgeError, match=r"re-rank FLOPs share 0: give a share .* \(0, 1\]"):
+        asm_rerank.checked_rerank_model(asm_rerank.Rerank("m", flops_share=0), x86)
     monkeypatch.setattr(registry, "load_model", lambda path: SimpleNamespace(takes_asm=False))
     with pytest.raises(TenforgeError, match="does not read the asm columns"):
-        asm_rerank.checked_rerank_model("m", x86, 32)
+        asm_rerank.checked_rerank_model(rerank, x86)
     asm_model = SimpleNamespace(takes_asm=True)
     monkeypatch.setattr(registry, "load_model", lambda path: asm_model)
-    assert asm_rerank.checked_rerank_model("m", x86, 32) is asm_model
+    assert asm_rerank.checked_rerank_model(rerank, x86) is asm_model
+
+
+def test_only_the_tasks_carrying_the_share_are_re_ranked():
+    import tasks.instant as instant
+
+    def state(name, flops, weight):
+        return instant._TaskState(0, SimpleNamespace(task_name=name, weight=weight), "{}", flops)
+
+    states = [state("conv", 60.0, 1), state("dense", 10.0, 3), state("add", 1.0, 1),
+              state("reshape", 0.0, 1)]
+    assert instant._heaviest(states, 0.9) == [0, 1]  # 60 + 30 of 91
+    assert instant._heaviest(states, 1.0) == [0, 1, 2, 3]
+    # a task left out keeps the first model's order, and nothing of it is built
+    profile = SimpleNamespace(name="cpu-x", feature_vector=lambda: [0.0])
+    tuner = instant._Tuner(None, profile, None, None, None, None, lambda line: None)
+    tuner.reranker = SimpleNamespace(order=lambda *args: pytest.fail("built for a light task"))
+    ranked = [instant._Ranked(c, 1.0) for c in _candidates("ab")]
+    assert tuner.rerank(states[2], ranked) == ranked
