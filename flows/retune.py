@@ -25,7 +25,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            warm_start: PositiveInt | None = None, graph: Graph | None = None,
            trials_per_round: PositiveInt | None = None,
            warm_samples: PositiveInt | None = None, hold_top: NonNegativeInt | None = None,
-           db: str | None = None) -> dict:
+           rerank_model: str | None = None, db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -70,11 +70,16 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         hold_top: before compiling, each heavy task's best is measured again in fresh
             processes, and where it slipped, its `hold_top` best (default 16; 0: no hold,
             compile from the search's picks as measured; tasks/tuning/hold.py).
+        rerank_model: a registered model trained on the asm columns; with the instant
+            scheduler or a warm start on an x86 CPU, it re-orders each task's top 32 picks by
+            their compiled code before they are measured (tasks/asm_rerank.py; a build each;
+            on the Zen 4 no better than measuring for that time, docs/tuning-results.md).
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
-                           warm_start, graph, trials_per_round, warm_samples, hold_top)
+                           warm_start, graph, trials_per_round, warm_samples, hold_top,
+                           rerank_model)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

@@ -206,8 +206,11 @@ CREATE TABLE tuning_runs (
     held_changed        INTEGER,              -- build (tasks.tuning.hold), and of them changed
     hold_s              DOUBLE,               -- (NULL: not held; database_dir: the held one)
     hold_top            INTEGER,              -- records a heavy task may have held (0: no hold)
-    online_blend        VARCHAR               -- the online model weighed by count or
+    online_blend        VARCHAR,              -- the online model weighed by count or
                                               -- prequential (NULL: no online model)
+    rerank_model        VARCHAR,              -- an asm model re-ordered the picks by their
+    rerank_builds       INTEGER,              -- code, building this many (tasks.asm_rerank)
+    rerank_build_s      DOUBLE                -- in this long (NULL: no re-ranking)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

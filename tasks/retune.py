@@ -98,7 +98,8 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
     if spec.get("asm"):  # models/ms_adapter.py would refuse it too, once the flow had started
         raise TenforgeError(f"model {row['model_id']} reads the assembly columns, a build per "
                             "candidate: it ranks stored candidates, not a search's; pick a "
-                            f"model trained without asm_features or --cost-model {BASELINE}")
+                            f"model trained without asm_features or --cost-model {BASELINE} "
+                            "(an asm model can re-order a model's top picks: --rerank-model)")
     names = list(spec.get("hardware") or [])
     kinds = queries.target_kinds(store, names)
     if kinds and profile.target_kind not in kinds:
@@ -131,6 +132,8 @@ class RetuneSpec(Spec):
     trials_per_round: int | None = None  # None: two turns of the budget per task (4 to 64)
     warm_samples: int | None = None  # candidates a warm start ranks per task (None: no warm)
     hold_top: int = HOLD_TOP  # a heavy task's best records the hold may measure (0: no hold)
+    rerank_model: str | None = None  # an asm model re-ordering the picks (tasks.asm_rerank)
+    rerank_path: str | None = None  # its artifact
 
 
 def check_loadable(path: str) -> None:
@@ -155,7 +158,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     graph: str | None = None,
                     trials_per_round: int | None = None,
                     warm_samples: int | None = None,
-                    hold_top: int | None = None) -> RetuneSpec:
+                    hold_top: int | None = None,
+                    rerank_model: str | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from core.graphs import check_graph, default_graph, resolve_graph
@@ -246,6 +250,12 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     check_warm_start(warm_start, model_path or "xgb", scheduler)
     warm_samples = check_warm_samples(warm_samples, warm_start)
     hold_top = check_hold_top(hold_top)
+    rerank_path = None
+    if rerank_model is not None:
+        from tasks.asm_rerank import registered_rerank_path
+
+        rerank_path = registered_rerank_path(path, rerank_model, profile,
+                                             scheduler == "instant" or bool(warm_start))
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,
@@ -255,7 +265,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       seed=seed, population=population,
                       model_choice=choice, out=out, warm_start=warm_start, graph=graph,
                       trials_per_round=trials_per_round, warm_samples=warm_samples,
-                      hold_top=hold_top)
+                      hold_top=hold_top, rerank_model=rerank_model, rerank_path=rerank_path)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -279,6 +289,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last.get("trials_per_round") == spec.trials_per_round
             and last.get("warm_samples") == spec.warm_samples
             and last.get("hold_top") == spec.hold_top
+            and last.get("rerank_model") == spec.rerank_model
             and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
@@ -353,6 +364,7 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                on_trials: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Tune (resuming what a killed retune of the same request measured), then record the run
     and its curve in one transaction; returns the summary."""
+    from tasks.asm_rerank import Rerank
     from tasks.tuning import tune_network
     from tasks.tuning.contexts import WARM_SAMPLES
 
@@ -367,7 +379,8 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           warm_samples=spec.warm_samples or WARM_SAMPLES,
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
-                          hold_top=spec.hold_top, report=report, on_trials=on_trials)
+                          hold_top=spec.hold_top, report=report, on_trials=on_trials,
+                          rerank=Rerank(spec.rerank_path) if spec.rerank_path else None)
     row, curve = tuning_row(spec, result, profile, tuning_id), curve_rows(result)
     with Store(spec.db) as store, store.transaction():
         store.upsert_hardware(profile.as_row())

@@ -60,6 +60,9 @@ def tuning_row(spec: RetuneSpec, result: TuningResult, profile: HardwareProfile,
         "held_changed": held.changed if held else None,
         "hold_s": held.hold_s if held else None,
         "hold_top": spec.hold_top,
+        "rerank_model": spec.rerank_model,
+        "rerank_builds": (result.rerank or {}).get("built"),
+        "rerank_build_s": (result.rerank or {}).get("build_s"),
     }
 
 

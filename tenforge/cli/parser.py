@@ -291,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "beside it, one replacing it only if over 10%% faster there "
                         "(default 16; 0: no hold). Some schedules keep their speed only in "
                         "some processes: a BERT build ran 35%% over its estimate without it")
+    p.add_argument("--rerank-model", default=None, metavar="ID",
+                   help="with --scheduler instant or --warm-start, x86 CPUs: a model trained "
+                        "on the asm columns re-orders each task's top 32 picks by what LLVM "
+                        "made of them (a build each) before they are measured")
     p.add_argument("--trials-per-round", type=_positive, default=None, metavar="N",
                    help="candidates measured per turn of a task (default: what gives every "
                         "task two turns of --trials, 4 to 64); with a pre-trained model, 8 "

@@ -154,8 +154,51 @@ def test_a_model_for_other_features_is_refused(store_with_model):
     assert result.returncode == 2
     assert "trained on 'tlp_primitive_sequence' features" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    [answer] = run_cli_table([[*RETUNE, "--cost-model", "asm-columns", "--db", db]])
+    [answer, rerank] = run_cli_table([
+        [*RETUNE, "--cost-model", "asm-columns", "--db", db],
+        [*RETUNE, "--scheduler", "instant", "--rerank-model", model_id, "--db", db]])
     assert_refused(answer, "model asm-columns reads the assembly columns")
+    # and the other way round: a model of the schedule alone cannot re-rank by the code
+    assert_refused(rerank, "does not read the asm columns" if resolve_profile(PROFILE).x86_cpu
+                   else "re-ranking reads x86 assembly")
+
+
+def _asm_model(db: str) -> str:
+    """A model of tiny_cnn's seed rows with asm columns, random ones: for the plumbing, not
+    for its ranking (real columns cost a build a row: `tenforge dataset asm`)."""
+    import numpy as np
+
+    from models.asm_features import ASM_DIM
+    from storage.feature_rows import ASM_EXTRACTOR, add_feature_rows
+    from tasks.training import pretrain
+
+    with Store(db) as store:
+        ids = [c for (c,) in store.query(
+            "SELECT DISTINCT c.candidate_id FROM candidates c JOIN hardware h "
+            "USING (hardware_id) JOIN network_tasks nt USING (task_id) JOIN networks n "
+            "USING (network_id) WHERE h.name = ? AND n.name = 'tiny_cnn'", [SEED_PROFILE])]
+        add_feature_rows(store, ids, ASM_EXTRACTOR,
+                         np.random.default_rng(0).random((len(ids), ASM_DIM), np.float32))
+    return pretrain(db, [SEED_PROFILE], ["tiny_cnn"], "lgbm", {"asm_features": True}, None, 0,
+                    None, log=lambda _: None)["model_id"]
+
+
+@pytest.mark.slow
+def test_instant_tuning_re_ranked_by_an_asm_model_records_what_it_built(store_with_model):
+    if not resolve_profile(PROFILE).x86_cpu:
+        pytest.skip("re-ranking reads x86 assembly; this machine is not an x86 CPU")
+    db, _ = store_with_model
+    asm_id = _asm_model(db)
+    result = run_cli(*RETUNE, "--scheduler", "instant", "--trials", "40", "--flops-share", "1.0",
+                     "--rerank-model", asm_id, "--force", "--db", db)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert re.search(r"ranked 32 candidates, re-ordered its top 32 by their code", output)
+    built = re.search(r"re-ranking by the code: (\d+) candidates built in \d+ s", output)
+    newest = _tuning_rows(db)[-1]
+    assert built and newest["rerank_model"] == asm_id
+    assert newest["rerank_builds"] == int(built.group(1)) > 0 and newest["rerank_build_s"] > 0
+    assert newest["tuned_functions"] == 8
 
 
 BAD_REQUESTS = [
@@ -174,6 +217,9 @@ BAD_REQUESTS = [
     ([*RETUNE, "--warm-start", "4", "--warm-samples", "2"],
      "--warm-samples 2 ranks fewer candidates than --warm-start 4 measures"),
     ([*RETUNE, "--hold-top", "-1"], "expected a whole number, 0 or more, got -1"),
+    ([*RETUNE, "--rerank-model", "any"], "--rerank-model re-orders the learned model's picks"),
+    ([*RETUNE, "--scheduler", "instant", "--rerank-model", "no-such-model"],
+     "no model 'no-such-model'"),
 ]
 
 
