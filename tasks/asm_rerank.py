@@ -44,7 +44,6 @@ def checked_rerank_model(rerank: Rerank, profile: HardwareProfile) -> Any:
     from models.registry import load_model
 
     model_path, pool = rerank.model, rerank.pool
-
     if not profile.x86_cpu:
         raise TenforgeError(f"re-ranking reads x86 assembly; {profile.name!r} is a "
                             f"{profile.target_kind}/{profile.arch or '?'} profile: tune it "
