@@ -105,9 +105,9 @@ def main() -> None:
             order = ARMS if seed % 2 == 0 else ARMS[::-1]  # which arm goes first alternates
             for arm in [*order, SAME_TIME]:
                 began = time.monotonic()
-                rows.append(run_arm(arm, network, seed, profile, args, work, seconds=(
-                    rows[-2 if order[-1] == "model" else -1]["search_s"]
-                    if arm == SAME_TIME else None)))
+                rows.append(run_arm(arm, network, seed, profile, args, work, seconds=next(
+                    r["search_s"] for r in reversed(rows) if r["arm"] == "re-ranked")
+                    if arm == SAME_TIME else None))
                 rows[-1]["wall_s"] = time.monotonic() - began
                 print(format_table(HEADER, [_cells(rows[-1])]), flush=True)
                 if args.json:

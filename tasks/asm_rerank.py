@@ -62,29 +62,6 @@ def checked_rerank_model(rerank: Rerank, profile: HardwareProfile) -> Any:
     return model
 
 
-def registered_rerank_path(db: str, model_id: str, profile: HardwareProfile,
-                           instant_or_warm: bool) -> str:
-    """The artifact of store `db`'s model `model_id` as a re-rank model for `profile`, checked
-    (checked_rerank_model) before any work: one-line errors for an unknown id, a missing
-    artifact, a search that measures no model's picks first (`instant_or_warm` False)."""
-    from pathlib import Path
-
-    from storage.store import Store
-
-    if not instant_or_warm:
-        raise TenforgeError("--rerank-model re-orders the learned model's picks before they are "
-                            "measured: use it with --scheduler instant or a --warm-start")
-    if not Path(db).exists():
-        raise TenforgeError(f"store {db} does not exist, so it has no model {model_id!r}")
-    with Store(db, read_only=True) as store:
-        row = store.model_row(model_id)  # an unknown id fails here, in one line
-    if not Path(row["path"]).exists():
-        raise TenforgeError(f"model {model_id}'s artifact {row['path']} is missing; retrain it "
-                            "or pick another model")
-    checked_rerank_model(Rerank(row["path"]), profile)
-    return str(row["path"])
-
-
 class AsmReranker:
     """Re-orders a task's top `rerank.pool` candidates (tasks.sampling.Candidate) by the asm
     model of `rerank`, built by `measurer`'s build workers (tasks.measure.Measurer.

@@ -108,6 +108,34 @@ def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile
                             f"--cost-model {BASELINE}")
 
 
+def registered_model(store: Store, model_id: str) -> dict[str, Any]:
+    """Model `model_id`'s row, its artifact known to be on disk: one-line errors for an
+    unknown id or a missing artifact."""
+    row = store.model_row(model_id)  # an unknown id fails here, in one line
+    if not Path(row["path"]).exists():
+        raise TenforgeError(f"model {model_id}'s artifact {row['path']} is missing; retrain it "
+                            "or pick another model")
+    return row
+
+
+def rerank_artifact(db: str, model_id: str, profile: HardwareProfile,
+                    instant_or_warm: bool) -> str:
+    """The artifact of `db`'s model `model_id` as a re-rank model for `profile`, checked
+    before any work (tasks.asm_rerank.checked_rerank_model): one-line errors also for a
+    search that measures no model's picks first (`instant_or_warm` False)."""
+    from tasks.asm_rerank import Rerank, checked_rerank_model
+
+    if not instant_or_warm:
+        raise TenforgeError("--rerank-model re-orders the learned model's picks before they are "
+                            "measured: use it with --scheduler instant or a --warm-start")
+    if not Path(db).exists():
+        raise TenforgeError(f"store {db} does not exist, so it has no model {model_id!r}")
+    with Store(db, read_only=True) as store:
+        path = str(registered_model(store, model_id)["path"])
+    checked_rerank_model(Rerank(path), profile)
+    return path
+
+
 @dataclass(frozen=True)
 class RetuneSpec(Spec):
     """A validated retune request: the profile's real name, the cost model chosen (and why)."""
@@ -233,12 +261,9 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
             with Store(path, read_only=True) as store:
                 chosen = cost_model or registered
                 if chosen is not None:
-                    row = store.model_row(chosen)  # an unknown id fails here, in one line
+                    row = registered_model(store, chosen)
                     check_model_fits(store, row, profile)
                     model_path = row["path"]
-                    if not Path(model_path).exists():
-                        raise TenforgeError(f"model {chosen}'s artifact {model_path} is "
-                                            "missing; retrain it or pick another model")
                     check_loadable(model_path)  # a damaged artifact: refused here, not mid-run
                     choice = explain_choice(row, profile.name, asked=cost_model is not None,
                                             top1_here=queries.measured_top1(
@@ -250,12 +275,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     check_warm_start(warm_start, model_path or "xgb", scheduler)
     warm_samples = check_warm_samples(warm_samples, warm_start)
     hold_top = check_hold_top(hold_top)
-    rerank_path = None
-    if rerank_model is not None:
-        from tasks.asm_rerank import registered_rerank_path
-
-        rerank_path = registered_rerank_path(path, rerank_model, profile,
-                                             scheduler == "instant" or bool(warm_start))
+    rerank_path = (None if rerank_model is None else rerank_artifact(
+        path, rerank_model, profile, scheduler == "instant" or bool(warm_start)))
     return RetuneSpec(db=path, network=workload.name, workload=workload,
                       hardware=profile.name, trials=trials,
                       minutes=minutes, cost_model=cost_model or BASELINE, model_path=model_path,

@@ -132,9 +132,11 @@ class Measurer:
             return {"error_kind": "build_error", "error_msg": str(error),
                     "build_s": time.perf_counter() - start}
 
-    def _build_parallel(self, requests: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    def _build_parallel(self, requests: dict[Any, dict[str, Any]], counted: bool = True
+                        ) -> dict[Any, dict[str, Any]]:
         """Send build requests to the build workers in parallel; key -> outcome (the worker's
-        answer plus `artifact`, or `error_kind`, `error_msg` and `build_s`)."""
+        answer plus `artifact`, or `error_kind`, `error_msg` and `build_s`). `counted`: the
+        phase's wall time goes into `build_s`."""
         todo: queue.Queue[tuple[Any, dict[str, Any]]] = queue.Queue()
         for item in requests.items():
             todo.put(item)
@@ -155,7 +157,8 @@ class Measurer:
             thread.start()
         for thread in threads:
             thread.join()
-        self.build_s += time.monotonic() - started
+        if counted:
+            self.build_s += time.monotonic() - started
         return outcomes
 
     def _build_request(self, job: MeasureJob) -> dict[str, Any]:
@@ -173,10 +176,9 @@ class Measurer:
         columns, None where its build failed or its assembly could not be read. What
         re-ranking a model's picks by their code costs (tasks.asm_rerank); not counted in
         `build_s`, which is the measurements' building."""
-        counted = self.build_s
         outcomes = self._build_parallel({job.candidate_id: {
-            **self._build_request(job), "asm": True, "asm_only": True} for job in jobs})
-        self.build_s = counted
+            **self._build_request(job), "asm": True, "asm_only": True} for job in jobs},
+            counted=False)
         return [tuple(outcomes[job.candidate_id]["asm"])
                 if outcomes[job.candidate_id].get("asm") else None for job in jobs]
 
