@@ -149,9 +149,10 @@ def main() -> None:
     db = store_or_seed(args.db, "rank-errors", extra_folders(args.extra))
     hardware = profiles(db, args.hardware)
     # the model says which inputs it takes (a bag asks its members), as ship_model reads it
-    traces = create_model(args.family, **params).takes_traces
+    probe = create_model(args.family, **params)
     start = time.perf_counter()
-    data = load_dataset(db, DataSpec(hardware=hardware, traces=traces))
+    data = load_dataset(db, DataSpec(hardware=hardware, traces=probe.takes_traces,
+                                     asm=probe.takes_asm))
     holdout = tuple(args.holdout.split(","))
     print(f"data {data.describe()} ({time.perf_counter() - start:.0f} s); held out: "
           f"{', '.join(holdout)}; {args.family} {json.dumps(params)}", flush=True)

@@ -18,63 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from core.errors import TenforgeError
+from models.data_spec import CANDIDATE_SOURCES, LATENCY_STATISTICS, DataSpec  # noqa: F401
 
 FEATURE_DIM = 164  # MetaSchedule's PerStoreFeature without the workload part
 ARITHMETIC_COLUMNS = 16  # its first group: float, int, bool and select op counts
-CANDIDATE_SOURCES = ("sampled", "tuning", "imported")  # candidates.source (storage/schema.sql)
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    """Which measurements make a dataset. Empty `networks` = every task of those profiles."""
-
-    hardware: tuple[str, ...]
-    networks: tuple[str, ...] = ()
-    extractor: str = "per_store_feature_v1"
-    # A task with one candidate (elementwise ops often have a one-schedule design space) has
-    # nothing to rank: it would add label-1 rows to training and pairwise 0.5 to every metric.
-    min_candidates: int = 2
-    # also each candidate's trace summary (models/trace_features.py), for models that take it
-    traces: bool = False
-    # candidate sources to keep: "sampled" (collect's random samples), "tuning" (what retunes
-    # measured near each task's optimum, tasks/tuning/writeback.py), "imported"; empty = all
-    sources: tuple[str, ...] = ()
-    # also each candidate's assembly columns (models/asm_features.py), for models that take
-    # them: rows `tenforge dataset asm` stored (a build each); NaN where a candidate has none
-    asm: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "hardware", tuple(self.hardware))
-        object.__setattr__(self, "networks", tuple(self.networks))
-        object.__setattr__(self, "sources", tuple(self.sources))
-        unknown = set(self.sources) - set(CANDIDATE_SOURCES)
-        if unknown:
-            raise TenforgeError(f"unknown candidate source(s) {sorted(unknown)} in the data "
-                                f"spec; use some of {', '.join(CANDIDATE_SOURCES)}")
-        if not self.hardware:
-            raise TenforgeError("the data spec names no hardware; give at least one profile "
-                                "(`tenforge query \"SELECT name FROM hardware\"` lists them)")
-
-    def to_json(self) -> dict:
-        out = asdict(self)
-        if not self.sources:  # all sources: the spec (and fingerprint) of the data before them
-            del out["sources"]
-        if not self.asm:  # likewise: the spec of the data before the assembly columns
-            del out["asm"]
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict) -> "DataSpec":
-        return cls(**data)
-
-
 @dataclass(frozen=True, eq=False)
 class Dataset:
     spec: DataSpec
@@ -264,7 +218,8 @@ def load_dataset(db: str | Path, spec: DataSpec) -> Dataset:
     with Store(db, read_only=True) as store:
         stored_hw = _check_spec(store, spec, db)
         table = queries.measured_features(store, spec.hardware, spec.networks, spec.extractor,
-                                          with_traces=spec.traces, sources=spec.sources)
+                                          with_traces=spec.traces, sources=spec.sources,
+                                          latency=spec.latency)
         links = queries.network_task_weights(store)
         asm = _asm_rows(store, spec, table, db)
     if table.num_rows == 0:
@@ -311,7 +266,7 @@ def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple],
               asm: np.ndarray | None = None) -> Dataset:
     hardware = np.array(table.column("hardware").to_pylist())
     workload = np.array(table.column("workload_hash").to_pylist())
-    latency = table.column("mean_latency_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    latency = table.column("latency_s").to_numpy(zero_copy_only=False).astype(np.float64)
     latency = np.where(np.isnan(latency), np.inf, latency)
     keys = np.char.add(np.char.add(hardware, "/"), workload)
     group_keys, group = np.unique(keys, return_inverse=True)

@@ -113,18 +113,24 @@ def measured_inventory(store: Store, hardware: Sequence[str], networks: Sequence
     return int(count), set(names or [])
 
 
+_LATENCY = {"mean": "m.mean_latency_s",
+            "median": "coalesce(list_median(m.run_secs), m.mean_latency_s)"}
+
+
 def measured_features(store: Store, hardware: Sequence[str], networks: Sequence[str] | None,
                       extractor: str, with_traces: bool = False,
-                      sources: Sequence[str] = ()) -> pa.Table:
+                      sources: Sequence[str] = (), latency: str = "mean") -> pa.Table:
     """The newest measurement of every candidate with `extractor` features on these profiles
     (and networks; and candidate sources: sampled, tuning, imported; empty = all), with its task
-    and features (and trace JSON): what a cost-model dataset is built from."""
+    and features (and trace JSON): what a cost-model dataset is built from. `latency_s` is the
+    mean of the measurement's repeats or, with latency "median", their median (a row that kept
+    no repeats keeps its mean)."""
     params = _data_params(hardware, networks, extractor)
     if sources:
         params["sources"] = list(sources)
     return store.con.execute(f"""
         SELECT c.candidate_id, h.name AS hardware, t.workload_hash, t.task_name, t.flops,
-               m.mean_latency_s, f.n_stores, f.dim, f."values"
+               {_LATENCY[latency]} AS latency_s, f.n_stores, f.dim, f."values"
                {", c.trace_json" if with_traces else ""}
         FROM measurements m
         JOIN candidates c USING (candidate_id)

@@ -79,10 +79,11 @@ def _target_of(hardware: str, db: str) -> tuple[str, str]:
 
 
 def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
-                   networks: tuple[str, ...] = ()) -> dict:
+                   networks: tuple[str, ...] = (), latency: str = "mean") -> dict:
     """`network_report` of model `ref` on store `db`'s measurements of `hardware` (default:
-    every profile with measurements) and `networks` (default: all), with what the model is
-    and whether each network was in its training data (None: its lineage does not say)."""
+    every profile with measurements) and `networks` (default: all), each candidate charged the
+    `latency` statistic of its repeats (models.dataset.LATENCY_STATISTICS), with what the model
+    is and whether each network was in its training data (None: its lineage does not say)."""
     from models.dataset import DataSpec, load_dataset, network_family, network_name
     from models.evaluate import network_report
     from models.registry import load_model
@@ -104,7 +105,7 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
     model = load_model(model_ref.path)
     data = load_dataset(db, DataSpec(hardware=hardware, networks=stored,
                                      extractor=model_ref.extractor, traces=model.takes_traces,
-                                     asm=model.takes_asm))
+                                     asm=model.takes_asm, latency=latency))
     report = network_report(model, data, networks)
     trained = model_ref.trained_on
     seen = None if trained["networks"] is None else set(trained["networks"])
@@ -116,5 +117,6 @@ def evaluate_model(ref: str, db: str, hardware: tuple[str, ...] = (),
         values["in_training"] = (network_name(net) in seen or net in seen) if seen is not None \
             else (False if network_family(net) in held or net in held else None)
     return {"model": model_ref.model_id, "kind": model_ref.kind, "store": str(db),
+            "latency": latency,
             "trained_on_hardware": trained["data_spec"].get("hardware", []),
             "split": trained["split"], **report}

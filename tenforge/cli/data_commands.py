@@ -198,7 +198,7 @@ def cmd_models_evaluate(args: argparse.Namespace) -> int:
 
     hardware = tuple(profile_name(h) for h in args.hardware or ())
     result = evaluate_model(args.model, check_db_path(args.db), hardware,
-                            tuple(args.networks or ()))
+                            tuple(args.networks or ()), args.latency)
     if args.json:
         print(json.dumps(_no_nan(result), indent=1, sort_keys=True))
         return 0
@@ -206,7 +206,8 @@ def cmd_models_evaluate(args: argparse.Namespace) -> int:
     print(f"model {result['model']} ({result['kind']}, trained on "
           f"{', '.join(result['trained_on_hardware']) or '?'}) on {result['store']}: "
           f"{result['tasks']} (task, profile) pairs, {result['candidates']} candidates, hardware "
-          f"{', '.join(result['hardware'])}")
+          f"{', '.join(result['hardware'])}; latency: the {result['latency']} of each "
+          "candidate's repeats")
     rows = [(net, seen[v["in_training"]], f"{v['top1']:.3f}", f"{v['top5']:.3f}")
             for net, v in result["networks"].items()]
     rows.append(("mean", "", f"{result['mean_network_top1']:.3f}",

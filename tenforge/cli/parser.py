@@ -7,6 +7,7 @@ import os
 from typing import Callable
 
 from core.graphs import CHOICES
+from models.dataset import LATENCY_STATISTICS
 from models.evaluate import OBJECTIVES
 from models.registry import FAMILIES
 from models.splits import SPLITS
@@ -371,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--networks", type=_names, default=None,
                    help="comma-separated networks (a name is every size of it; resnet18@160 "
                         "one of them; default: all)")
+    p.add_argument("--latency", choices=LATENCY_STATISTICS, default="mean", help="charge each "
+                   "candidate the mean of its timed repeats, as stored, or their median")
     p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     db_option(p)
     p.set_defaults(func=data.cmd_models_evaluate)

@@ -1,5 +1,7 @@
 """Datasets built from a real store (the shipped seed) and the four split strategies."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -111,6 +113,27 @@ def test_candidate_sources(seed_data, seed_store):
     with pytest.raises(TenforgeError, match=r"unknown candidate source\(s\) \['random'\].*"
                                             "sampled, tuning, imported"):
         DataSpec(hardware=hardware, sources=("random",))
+
+
+def test_labels_from_the_median_of_the_repeats(seed_data, seed_store):
+    median = load_dataset(seed_store, replace(seed_data.spec, latency="median"))
+    assert (median.candidate_id == seed_data.candidate_id).all()  # the same rows, other labels
+    with Store(seed_store, read_only=True) as store:
+        repeats = dict(store.query("SELECT candidate_id, run_secs FROM measurements "
+                                   "WHERE run_secs IS NOT NULL"))
+    for i in np.flatnonzero(np.isfinite(seed_data.latency))[::97]:
+        runs = repeats[int(seed_data.candidate_id[i])]
+        assert seed_data.latency[i] == pytest.approx(np.mean(runs), rel=1e-6)
+        assert median.latency[i] == pytest.approx(np.median(runs), rel=1e-6)
+    assert (np.isfinite(median.latency) == np.isfinite(seed_data.latency)).all()
+    for g in np.unique(median.group):  # each task's best by its median has label 1
+        assert median.label[median.group == g].max() == pytest.approx(1.0)
+    assert median.fingerprint() != seed_data.fingerprint()
+    assert "latency" not in seed_data.spec.to_json()  # older lineages' fingerprints still hold
+    assert median.spec.to_json()["latency"] == "median"
+    assert DataSpec.from_json(median.spec.to_json()) == median.spec
+    with pytest.raises(TenforgeError, match="unknown latency statistic 'min'.*mean or median"):
+        DataSpec(hardware=seed_data.hardware_names, latency="min")
 
 
 def _workloads(data, index):
