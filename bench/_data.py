@@ -151,6 +151,15 @@ def recipe_bench_options(parser, json_help: str) -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--params", default="{}", help="the model's params (JSON)")
     parser.add_argument("--json", help=json_help)
+    latency_option(parser)
+
+
+def latency_option(parser) -> None:
+    """--latency: which statistic of a measurement's repeats labels the rows, for training and
+    for the charge of a pick alike (models.data_spec.LATENCY_STATISTICS)."""
+    parser.add_argument("--latency", choices=("mean", "median"), default="mean",
+                        help="label by the mean of a measurement's repeats (as stored) or by "
+                             "their median, which one OS hiccup cannot move")
 
 
 def spread(values: list[float], digits: int = 2) -> str:

@@ -44,6 +44,7 @@ from bench._data import (  # noqa: E402
     FEATURE_SETS,
     extra_folders,
     held_out_parts,
+    latency_option,
     profiles,
     scored_rows,
     store_or_seed,
@@ -161,6 +162,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--families", default="xgb,lgbm")
     parser.add_argument("--json", help="also write every run's numbers here")
+    latency_option(parser)
     parser.add_argument("--feature-sets", help="comma-separated FEATURE_SETS names (default: "
                         "all; none: only the --also recipes)")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=JSON",
@@ -182,7 +184,7 @@ def main() -> None:
     db = store_or_seed(args.db, "features", extra_folders(args.extra))
     hardware = profiles(db, args.hardware)
     start = time.perf_counter()
-    data = load_dataset(db, DataSpec(hardware=hardware, traces=True))
+    data = load_dataset(db, DataSpec(hardware=hardware, traces=True, latency=args.latency))
     holdout = tuple(args.holdout.split(","))
     print(f"data {data.describe()} ({time.perf_counter() - start:.0f} s to load with traces); "
           f"held out: {', '.join(holdout)}", flush=True)
@@ -222,6 +224,7 @@ def main() -> None:
     print(per_profile_table(runs))
     if args.json:
         Path(args.json).write_text(json.dumps({"data": data.describe(), "holdout": holdout,
+                                               "latency": args.latency,
                                                "runs": runs}, indent=1, default=str))
 
 

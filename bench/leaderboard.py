@@ -44,6 +44,7 @@ from bench._data import (  # noqa: E402
     FEATURE_SETS,
     feature_set_name,
     held_out_parts,
+    latency_option,
     profiles,
     scratch_dir,
     spread,
@@ -66,10 +67,11 @@ BAG = "bagged"  # five lgbm seeds (models/bagged.py): its feature sets are its m
 KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 
 
-def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
+def load_kinds(db: str, hardware: tuple[str, ...], latency: str = "mean") -> dict[str, object]:
     """The datasets to compare: random samples, and every source when retunes added some;
-    with the asm columns where the store holds any."""
-    random = load_dataset(db, DataSpec(hardware=hardware, traces=True, sources=("sampled",)))
+    with the asm columns where the store holds any; labelled by `latency` of the repeats."""
+    random = load_dataset(db, DataSpec(hardware=hardware, traces=True, sources=("sampled",),
+                                       latency=latency))
     stored = with_stored_asm(db, random)
     asm = not np.isnan(stored.asm).all()  # none stored: `tenforge dataset asm` adds them
     if asm:
@@ -78,10 +80,10 @@ def load_kinds(db: str, hardware: tuple[str, ...]) -> dict[str, object]:
     kinds = {"random": random}
     try:
         searched = load_dataset(db, DataSpec(hardware=hardware, traces=True,
-                                             sources=("tuning",)))
+                                             sources=("tuning",), latency=latency))
     except TenforgeError:  # no retune wrote measurements of these profiles back yet
         return kinds
-    both = load_dataset(db, DataSpec(hardware=hardware, traces=True))
+    both = load_dataset(db, DataSpec(hardware=hardware, traces=True, latency=latency))
     kinds["random + search"] = with_stored_asm(db, both) if asm else both
     print(f"search-biased rows (retunes): {len(searched)} over "
           f"{np.unique(searched.group).size} tasks of {', '.join(searched.network_families())}")
@@ -135,13 +137,14 @@ def main() -> None:
     parser.add_argument("--max-epochs", type=int, default=30)
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--json", help="also write every run's numbers here")
+    latency_option(parser)
     args = parser.parse_args()
 
     work = scratch_dir("leaderboard")
     db = store_or_seed(args.db, "leaderboard")
     hardware = profiles(db, args.hardware)
     holdout = tuple(args.holdout.split(","))
-    kinds = load_kinds(db, hardware)
+    kinds = load_kinds(db, hardware, args.latency)
     random = kinds["random"]
     print(f"data: {random.describe()}; held out: {', '.join(holdout)}", flush=True)
     runs: dict[tuple, list[dict]] = {}
@@ -168,6 +171,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"data": random.describe(), "holdout": holdout, "seeds": args.seeds,
+             "latency": args.latency,
              "runs": [{"kind": k, "family": f, "features": fs, "hparams": hp, "results": r}
                       for (k, f, fs, hp), r in runs.items()]}, indent=1, default=str))
 

@@ -100,7 +100,8 @@ def main() -> None:
     args = parser.parse_args()
     params = parse_params(args.params)
     db = store_or_seed(args.db, "objectives", extra_folders(args.extra))
-    data = load_dataset(db, DataSpec(hardware=profiles(db, args.hardware), traces=True))
+    data = load_dataset(db, DataSpec(hardware=profiles(db, args.hardware), traces=True,
+                                     latency=args.latency))
     holdout = tuple(args.holdout.split(","))
     print(f"data {data.describe()}; held out: {', '.join(holdout)}; lgbm {json.dumps(params)}",
           flush=True)
@@ -132,7 +133,8 @@ def main() -> None:
         ["objective", "net top-1 (median)", "per seed", "net top-5 (median)"], rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"data": data.describe(), "holdout": holdout,
-                                               "params": params, "runs": runs}, indent=1))
+                                               "latency": args.latency, "params": params,
+                                               "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ def main() -> None:
     probe = create_model(args.family, **params)
     start = time.perf_counter()
     data = load_dataset(db, DataSpec(hardware=hardware, traces=probe.takes_traces,
-                                     asm=probe.takes_asm))
+                                     asm=probe.takes_asm, latency=args.latency))
     holdout = tuple(args.holdout.split(","))
     print(f"data {data.describe()} ({time.perf_counter() - start:.0f} s); held out: "
           f"{', '.join(holdout)}; {args.family} {json.dumps(params)}", flush=True)
@@ -175,6 +175,7 @@ def main() -> None:
         print(f"\nthe gap by {key}, over seeds {args.seeds}:\n{group_table(per_seed, key)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"data": data.describe(), "holdout": holdout,
+                                               "latency": args.latency,
                                                "family": args.family, "params": params,
                                                "runs": runs}, indent=1, default=str))
 
