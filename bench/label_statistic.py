@@ -13,6 +13,7 @@ timed once at 149 ms), and the mean carries it into the label. Two parts:
 
     .venv/bin/python bench/label_statistic.py --db STORE --hardware cpu-znver4-avx512-1t \
         [--params RECIPE_JSON] [--seeds 0,1,2] [--remeasure 100 --results FILE.jsonl] [--json OUT]
+    .venv/bin/python bench/label_statistic.py --db STORE --hardware H1,H2,... --seeds 0,1,2,3,4,5
 """
 
 from __future__ import annotations
@@ -103,15 +104,16 @@ def closeness(records: list[dict]) -> dict[str, dict]:
     return out
 
 
-def score_both(db: str, hardware: str, params: dict, holdout: tuple[str, ...],
+def score_both(db: str, hardware: tuple[str, ...], params: dict, holdout: tuple[str, ...],
                seeds: list[int]) -> list[dict]:
-    """Each seed's (trained on, scored on) scores, for both statistics."""
+    """Each seed's (trained on, scored on) scores, for both statistics, one model over the
+    profiles' rows pooled."""
     from models.dataset import LATENCY_STATISTICS, DataSpec, load_dataset
     from models.evaluate import network_rows, network_topk, ranking_metrics
     from models.registry import create_model
 
     probe = create_model("lgbm", **params)
-    data = {s: load_dataset(db, DataSpec(hardware=(hardware,), traces=probe.takes_traces,
+    data = {s: load_dataset(db, DataSpec(hardware=hardware, traces=probe.takes_traces,
                                          asm=probe.takes_asm, latency=s))
             for s in LATENCY_STATISTICS}
     assert (data["mean"].candidate_id == data["median"].candidate_id).all()
@@ -139,7 +141,9 @@ def score_both(db: str, hardware: str, params: dict, holdout: tuple[str, ...],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="store to read")
-    parser.add_argument("--hardware", required=True, help="one profile of the store")
+    parser.add_argument("--hardware", required=True,
+                        help="a profile of the store (the models: comma-separated profiles "
+                             "pool; --remeasure: one, runnable here)")
     parser.add_argument("--holdout", default="resnet50,mobilenet_v2,bert")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--params", default=json.dumps(RECIPE), help="the lgbm recipe (JSON)")
@@ -156,6 +160,9 @@ def main() -> None:
 
     report: dict = {"hardware": args.hardware, "db": args.db, "params": params}
     if args.remeasure:
+        if "," in args.hardware:
+            raise SystemExit("--remeasure times one profile's candidates on this machine; "
+                             f"give one profile, not {args.hardware}")
         start = time.perf_counter()
         args.results.parent.mkdir(parents=True, exist_ok=True)
         remeasure(args.db, args.hardware, args.remeasure, args.results)
@@ -170,7 +177,8 @@ def main() -> None:
                             for k, v in report["remeasured"].items()]))
     seeds = [int(s) for s in args.seeds.split(",") if s]
     if seeds:
-        runs = score_both(args.db, args.hardware, params, tuple(args.holdout.split(",")), seeds)
+        runs = score_both(args.db, tuple(args.hardware.split(",")), params,
+                          tuple(args.holdout.split(",")), seeds)
         report.update(holdout=args.holdout, seeds=seeds, runs=runs)
         rows = [(f"trained on {t}", f"scored on {s}",
                  *(spread([r[k] for r in runs if (r["trained"], r["scored"]) == (t, s)], 3)

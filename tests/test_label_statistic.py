@@ -43,7 +43,7 @@ def test_spiky_and_calm_candidates_come_from_their_stored_repeats(seed_store):
 def test_both_statistics_train_and_score_on_the_same_splits(seed_store):
     from bench.label_statistic import score_both
 
-    runs = score_both(seed_store, SEED_PROFILE, {"n_estimators": 20}, ("resnet18",), [0])
+    runs = score_both(seed_store, (SEED_PROFILE,), {"n_estimators": 20}, ("resnet18",), [0])
     assert {(r["trained"], r["scored"]) for r in runs} == {
         (t, s) for t in ("mean", "median") for s in ("mean", "median")}
     for r in runs:
