@@ -4,7 +4,8 @@ would test other rows, or bad seed lists, are refused in one line."""
 
 import pytest
 
-from bench.ship_model import gate_scores, gate_sentence, parse_seeds
+from bench.ship_model import gate_scores, gate_sentence, mean_charge, parse_seeds
+from models.registry import create_model
 from models.splits import SplitSpec, make_split
 from tests.models.synthetic import synthetic_dataset
 
@@ -44,3 +45,25 @@ def test_the_readme_says_what_the_gate_measured_and_beat():
     assert text.endswith(": +0.003.")
     first = gate_sentence({"seeds": {"0": 0.7}, "median": 0.7})
     assert "shipped before" not in first and first.endswith("median 0.700.")
+
+
+def test_a_median_gate_says_so_and_what_the_stored_mean_charged():
+    gate = {"seeds": {"0": 0.76}, "median": 0.76, "latency": "median", "shipped": "shipped-old",
+            "shipped_score": 0.74, "mean_charge": {"model": 0.73, "shipped": 0.72, "over": 0.01}}
+    text = gate_sentence(gate)
+    assert "(labels and charge: the median of each measurement's repeats)" in text
+    assert text.endswith("charged the stored mean instead, 0.730 against 0.720 (+0.010).")
+    assert "labels and charge" not in gate_sentence({**gate, "latency": "mean"})
+
+
+def test_the_mean_charge_scores_both_models_on_the_same_rows(seed_store):
+    from models.dataset import DataSpec, load_dataset
+    from tests.conftest import SEED_PROFILE
+
+    spec = DataSpec(hardware=(SEED_PROFILE,), latency="median")
+    data = load_dataset(seed_store, spec)
+    split = make_split(data, SplitSpec("by_network", seed=0, holdout=("resnet18",)))
+    model = create_model("lgbm", seed=0, n_estimators=20)
+    model.fit(data.subset(split.train), data.subset(split.valid))
+    out = mean_charge(seed_store, spec, data, split.test, ("resnet18",), model, model)
+    assert out["over"] == 0 and 0 < out["model"] == out["shipped"] <= 1
