@@ -38,9 +38,9 @@ SPIKY, CALM = 1.5, 1.05  # stored mean / median of its repeats
 
 
 def spiky_and_calm(db: str, hardware: str, n: int, seed: int = 0) -> list[tuple]:
-    """Up to n spiky and n calm measured candidates of `hardware` (over 0.2 ms: shorter ones
-    are timed in many more repeats by the runner's minimum), drawn with `seed`: (candidate_id,
-    stored mean, stored median, workload_hash, mod_json, trace_json, flops)."""
+    """Up to n spiky and n calm measured candidates of `hardware` (over 0.2 ms, where a
+    kernel's time is more than the timer's own), drawn with `seed`: (candidate_id, stored mean,
+    stored median, workload_hash, mod_json, trace_json, flops)."""
     from storage.store import Store
 
     with Store(db, read_only=True) as store:
