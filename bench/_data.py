@@ -157,7 +157,9 @@ def recipe_bench_options(parser, json_help: str) -> None:
 def latency_option(parser) -> None:
     """--latency: which statistic of a measurement's repeats labels the rows, for training and
     for the charge of a pick alike (models.data_spec.LATENCY_STATISTICS)."""
-    parser.add_argument("--latency", choices=("mean", "median"), default="mean",
+    from models.data_spec import LATENCY_STATISTICS
+
+    parser.add_argument("--latency", choices=LATENCY_STATISTICS, default="mean",
                         help="label by the mean of a measurement's repeats (as stored) or by "
                              "their median, which one OS hiccup cannot move")
 

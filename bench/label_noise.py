@@ -85,12 +85,13 @@ def read_results(path: Path) -> dict[int, dict]:
     return out
 
 
-def measure_missing(profile, data, sources: dict, results: Path, batch: int) -> None:
-    """Measure the candidates of `data` that `results` lacks, appending each as it comes."""
+def measure_missing(profile, candidate_ids, sources: dict, results: Path, batch: int) -> None:
+    """Measure the candidates that `results` lacks (`sources`: id -> (workload_hash, mod_json,
+    trace_json, flops)), appending each as it comes."""
     from tasks.measure import MeasureJob, Measurer
 
     done = read_results(results)
-    todo = [int(c) for c in data.candidate_id if int(c) not in done]
+    todo = [int(c) for c in candidate_ids if int(c) not in done]
     print(f"{len(done)} already re-measured, {len(todo)} to go", flush=True)
     if not todo:
         return
@@ -217,7 +218,7 @@ def main() -> None:
     results.parent.mkdir(parents=True, exist_ok=True)
     if not args.score_only:
         check_runnable_here(profile)
-        measure_missing(profile, data, sources, results, args.batch)
+        measure_missing(profile, data.candidate_id, sources, results, args.batch)
     rounds = {Path(f).stem: read_results(Path(f))
               for f in [*filter(None, args.also.split(",")), str(results)]}
     for name, fresh in rounds.items():

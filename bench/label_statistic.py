@@ -37,6 +37,11 @@ KEYS = ("mean_network_top1", "mean_network_top5", "peak1", "pairwise")
 SPIKY, CALM = 1.5, 1.05  # stored mean / median of its repeats
 
 
+def spiky_or_calm(mean: float, median: float) -> str | None:
+    """A measurement's kind by its stored mean against the median of its repeats."""
+    return "spiky" if mean / median > SPIKY else "calm" if mean / median < CALM else None
+
+
 def spiky_and_calm(db: str, hardware: str, n: int, seed: int = 0) -> list[tuple]:
     """Up to n spiky and n calm measured candidates of `hardware` (over 0.2 ms, where a
     kernel's time is more than the timer's own), drawn with `seed`: (candidate_id, stored mean,
@@ -53,34 +58,26 @@ def spiky_and_calm(db: str, hardware: str, n: int, seed: int = 0) -> list[tuple]
             "ORDER BY c.candidate_id", [hardware])
     rng = np.random.default_rng(seed)
     out = []
-    for keep in (lambda r: r[1] / r[2] > SPIKY, lambda r: r[1] / r[2] < CALM):
-        pool = [r for r in rows if keep(r)]
+    for kind in ("spiky", "calm"):
+        pool = [r for r in rows if spiky_or_calm(r[1], r[2]) == kind]
         out += [pool[i] for i in sorted(rng.choice(len(pool), min(n, len(pool)), replace=False))]
     return out
 
 
-def remeasure(db: str, hardware: str, n: int, results: Path) -> None:
-    """Time the spiky and calm candidates again (what `results` lacks), a line each."""
-    from core.records import MeasureJob
+def remeasure(db: str, hardware: str, n: int, results: Path) -> list[dict]:
+    """Time the spiky and calm candidates again (those `results` lacks, with
+    bench/label_noise.py's resumable loop, a JSON line each) and return each fresh measurement
+    with its stored mean and median."""
+    from bench.label_noise import measure_missing, read_results
     from tasks.hardware import check_runnable_here, resolve_profile
-    from tasks.measure import Measurer
 
     profile = resolve_profile(hardware)
     check_runnable_here(profile)
-    done = {json.loads(line)["candidate_id"] for line in results.read_text().splitlines()
-            if line.strip()} if results.exists() else set()
-    todo = [r for r in spiky_and_calm(db, hardware, n) if r[0] not in done]
-    print(f"re-measuring {len(todo)} candidates ({len(done)} done before)", flush=True)
-    with Measurer(profile) as measurer, results.open("a") as out:
-        for at in range(0, len(todo), 32):
-            batch = todo[at:at + 32]
-            for row, res in zip(batch, measurer.measure([MeasureJob(r[0], *r[3:])
-                                                        for r in batch])):
-                out.write(json.dumps({"candidate_id": res.candidate_id, "stored_mean": row[1],
-                                      "stored_median": row[2], "run_secs": list(res.run_secs),
-                                      "error_kind": res.error_kind}) + "\n")
-            out.flush()
-            print(f"  {at + len(batch)}/{len(todo)} re-measured", flush=True)
+    rows = spiky_and_calm(db, hardware, n)
+    measure_missing(profile, [r[0] for r in rows], {r[0]: r[3:] for r in rows}, results, 32)
+    fresh = read_results(results)
+    return [{**fresh[r[0]], "stored_mean": r[1], "stored_median": r[2]}
+            for r in rows if r[0] in fresh]
 
 
 def closeness(records: list[dict]) -> dict[str, dict]:
@@ -88,9 +85,9 @@ def closeness(records: list[dict]) -> dict[str, dict]:
     (median |log ratio|), how often the median is the closer, and how often the fresh
     measurement spikes again."""
     out = {}
-    for kind, keep in (("spiky", lambda r: r["stored_mean"] / r["stored_median"] > SPIKY),
-                       ("calm", lambda r: r["stored_mean"] / r["stored_median"] < CALM)):
-        rows = [r for r in records if r["run_secs"] and not r["error_kind"] and keep(r)]
+    for kind in ("spiky", "calm"):
+        rows = [r for r in records if r["run_secs"] and not r["error_kind"]
+                and spiky_or_calm(r["stored_mean"], r["stored_median"]) == kind]
         if not rows:
             continue
         fresh = np.array([np.median(r["run_secs"]) for r in rows])
@@ -165,8 +162,7 @@ def main() -> None:
                              f"give one profile, not {args.hardware}")
         start = time.perf_counter()
         args.results.parent.mkdir(parents=True, exist_ok=True)
-        remeasure(args.db, args.hardware, args.remeasure, args.results)
-        records = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+        records = remeasure(args.db, args.hardware, args.remeasure, args.results)
         report["remeasured"] = closeness(records)
         print(f"\nre-measured on this machine ({time.perf_counter() - start:.0f} s); median "
               "|log(stored / fresh median)|:")
