@@ -71,7 +71,6 @@ class AsmReranker:
     def __init__(self, rerank: Rerank, profile: HardwareProfile, measurer: Any) -> None:
         self.model = checked_rerank_model(rerank, profile)
         self.settings, self.profile, self.measurer = rerank, profile, measurer
-        self.pool = rerank.pool
         self.hardware = np.array(profile.feature_vector(), np.float32)
         self._columns: dict[str, np.ndarray | None] = {}  # schedule hash -> asm (None: failed)
         self.built = self.failed = 0
@@ -79,7 +78,7 @@ class AsmReranker:
 
     def summary(self) -> dict[str, Any]:
         """What the run's re-ranking was and cost: TuningResult.rerank."""
-        return {"model": self.settings.model, "pool": self.pool,
+        return {"model": self.settings.model, "pool": self.settings.pool,
                 "flops_share": self.settings.flops_share, "built": self.built,
                 "failed": self.failed, "build_s": round(self.build_s, 3)}
 
@@ -88,7 +87,7 @@ class AsmReranker:
         """Indices of `candidates` (one task's, the first model's order, best first; the task
         `workload` hash, its module `mod_json`): its first `pool` ordered by the asm model,
         those whose build failed last; the rest after them, as they were."""
-        top = list(candidates[:self.pool])
+        top = list(candidates[:self.settings.pool])
         self._build(mod_json, workload, flops,
                     [c for c in top if c.schedule_hash not in self._columns])
         rows = [self._columns[c.schedule_hash] for c in top]

@@ -139,7 +139,8 @@ def instant_tune(extracted: list[Any], chosen: list[int], flops: list[float],
             lent += (f" ({_evolved(ranked)} bred by the model, {_evolved(ranked[:measure_top])} "
                      "of them measured)")
         if reranker and state.reranked and len(ranked) > 1:
-            lent += (f", re-ordered its top {min(reranker.pool, len(ranked))} by their code "
+            top = min(reranker.settings.pool, len(ranked))
+            lent += (f", re-ordered its top {top} by their code "
                      f"({reranker.build_s - built_s:.1f} s of builds)")
         report(f"{task.task_name}: ranked {len(ranked)} candidates{lent}, measured the top "
                f"{measured} in {time.monotonic() - started:.1f} s")
