@@ -50,6 +50,7 @@ bootstrap()
 
 from models.dataset import Dataset, DataSpec, load_dataset  # noqa: E402
 from models.evaluate import network_instances, network_rows, network_topk  # noqa: E402
+from models.metrics import expected_topk_min  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from storage.reports import format_table  # noqa: E402
 
@@ -72,7 +73,8 @@ def ratio_bucket(ratio: float) -> str:
 
 def task_shares(data: Dataset, scores: np.ndarray, networks: tuple[str, ...] = ()) -> list[dict]:
     """One row per task of each scored (network, profile): its share of 1 - mean network
-    top-1, how much slower the pick is than the best, the pick's rank by latency, its operator
+    top-1, how much slower the pick is than the best (a tie at the top charged as the score
+    charges it: its expectation), the pick's rank by latency, its operator
     and whether the pick's and the best's main stores are vectorized. The shares add up to
     1 - network_topk(data, scores, networks)["mean_network_top1"]."""
     vector = data.main_store()[:, VECTOR_LENGTH] > 0
@@ -88,23 +90,24 @@ def task_shares(data: Dataset, scores: np.ndarray, networks: tuple[str, ...] = (
             rows = np.flatnonzero(data.group == group)
             if not np.isfinite(latency[rows].min()):
                 continue  # no valid candidate: left out of the score too
-            pick = rows[np.argsort(-scores[rows], kind="stable")[0]]
+            pick = rows[np.argsort(-scores[rows], kind="stable")[0]]  # the first of any tie
+            charged = expected_topk_min(latency[rows], scores[rows], 1)  # as the score charges
             best = rows[np.argmin(latency[rows])]
-            terms.append((group, weight, pick, best, rows))
-        picked = sum(t[1] * latency[t[2]] for t in terms)
-        failed = [t for t in terms if not np.isfinite(latency[t[2]])]
+            terms.append((group, weight, pick, charged, best, rows))
+        picked = sum(t[1] * t[3] for t in terms)
+        failed = [t for t in terms if not np.isfinite(t[3])]
         scale = 1.0 / (len(profiles_of) * profiles_of[net])
-        for group, weight, pick, best, rows in terms:
+        for group, weight, pick, charged, best, rows in terms:
             if failed:  # a failed pick scores the network 0: the failed picks own the gap
-                share = scale / len(failed) if not np.isfinite(latency[pick]) else 0.0
+                share = scale / len(failed) if not np.isfinite(charged) else 0.0
             else:
-                share = scale * weight * (latency[pick] - latency[best]) / picked
+                share = scale * weight * (charged - latency[best]) / picked
             out.append({
                 "network": net, "hardware": hw, "workload": str(data.group_workload[group]),
                 "task": str(data.group_task_name[group]),
                 "operator": operator(str(data.group_task_name[group])),
-                "share": float(share), "ratio": float(latency[pick] / latency[best]),
-                "rank": int((latency[rows] < latency[pick]).sum()), "candidates": rows.size,
+                "share": float(share), "ratio": float(charged / latency[best]),
+                "rank": int((latency[rows] < charged).sum()), "candidates": rows.size,
                 "vectorized": f"pick {'vec' if vector[pick] else 'scalar'}, "
                               f"best {'vec' if vector[best] else 'scalar'}"})
     return out

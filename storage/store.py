@@ -78,7 +78,11 @@ class Store:
         deadline = time.monotonic() + lock_wait_s
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                # DuckDB draws a progress bar on stdout for a query over 2 s, which would
+                # land inside `--json` output and a flow's printed tables
+                con.execute("SET enable_progress_bar = false")
+                return con
             except duckdb.IOException as exc:
                 message = str(exc)
                 if "lock" in message.lower():

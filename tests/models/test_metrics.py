@@ -7,6 +7,7 @@ import pytest
 
 from models.metrics import (
     average_peak_score,
+    expected_topk_min,
     network_topk_score,
     pairwise_accuracy,
     peak_score,
@@ -40,10 +41,41 @@ def test_topk_recall_and_rmse():
     assert rmse([1.0, 0.0], [0.0, 0.0]) == pytest.approx(math.sqrt(0.5))
 
 
-def test_ties_keep_candidate_order_and_count_as_agreement():
+def test_ties_at_the_kth_place_are_charged_their_expectation_over_random_orders():
     y, p = [0.2, 1.0, 0.5], [0.3, 0.3, 0.3]
-    assert peak_score(y, p, 1) == pytest.approx(0.2)    # first-listed candidate wins the tie
-    assert pairwise_accuracy(y, p) == pytest.approx(2 / 3)  # (0,1), (0,2) agree: both "not >"
+    assert peak_score(y, p, 1) == pytest.approx((0.2 + 1.0 + 0.5) / 3)  # any of the three
+    assert peak_score(y, p, 2) == pytest.approx((1.0 + 0.5 + 1.0) / 3)  # pairs {01} {02} {12}
+    assert peak_score(y, p, 3) == 1.0
+    assert average_peak_score(y, p, 2) == pytest.approx((1.7 / 3 + 2.5 / 3) / 2)
+    assert topk_recall([1.0, 0.5, 0.2], [0.3, 0.3, 0.1], 1) == pytest.approx(0.5)
+    assert topk_recall([1.0, 0.5, 0.2], [0.3, 0.3, 0.1], 2) == 1.0  # both tied make the top 2
+    # one sure pick (4 s) and one slot drawn from three tied: 1 s, 2 s or a failure
+    latency, pred = [4.0, 1.0, 2.0, np.inf], [0.9, 0.3, 0.3, 0.3]
+    assert expected_topk_min(latency, pred, 2) == pytest.approx((1 + 2 + 4) / 3)
+    assert expected_topk_min(latency, pred, 1) == 4.0  # no tie at the first place
+    assert expected_topk_min([np.inf, np.inf, 1.0], [0.5, 0.5, 0.1], 1) == np.inf
+    # a network whose only task's three candidates tie: the pick is 2 s on average
+    assert network_topk_score([1.0, 2.0, 3.0], [0.0] * 3, ["a"] * 3, {"a": 1}, k=1) == \
+        pytest.approx(1 / 2)
+
+
+def test_the_expectation_matches_counting_every_draw():
+    """expected_topk_min's closed form against the mean over every subset of the tied."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(0)
+    values = rng.permutation(np.r_[rng.random(9), np.inf])
+    pred = np.r_[[0.9, 0.8], [0.5] * 7, [0.1]]
+    for k in range(1, 10):
+        sure = values[:min(k, 2)].min()
+        m = k - 2
+        draws = [min(sure, values[2:9][list(c)].min(initial=np.inf))
+                 for c in combinations(range(7), m)] if m > 0 else [sure]
+        assert expected_topk_min(values, pred, k) == pytest.approx(np.mean(draws)), k
+
+
+def test_ties_count_as_agreement_in_pairwise_accuracy():
+    assert pairwise_accuracy([0.2, 1.0, 0.5], [0.3] * 3) == pytest.approx(2 / 3)  # (0,1), (0,2)
     assert pairwise_accuracy([1.0, 1.0], [0.2, 0.1]) == 0.0  # tie in y, not in p
     assert topk_recall([1.0, 1.0, 0.5], [0.0, 0.9, 0.1], 1) == 0.0  # topk(y) = {0} by order
 

@@ -55,7 +55,8 @@ def _a_cpu_only_the_store_knows(db):
 def _top1_by_hand(db, model_id, network, statistic=np.mean):
     """TenSet's network-level top-1, from the raw repeats: per task of the network, the
     latency (`statistic` of a measurement's repeats) of the model's first pick against the
-    task's best, weighted by how often the network runs the task."""
+    task's best, weighted by how often the network runs the task. Candidates tied at the top
+    score are each the pick by a coin toss: charged their mean."""
     from models.dataset import DataSpec, load_dataset
     from models.registry import load_model
     from storage.store import Store
@@ -73,9 +74,9 @@ def _top1_by_hand(db, model_id, network, statistic=np.mean):
         rows = np.flatnonzero(data.group == g)
         if weight is None or not np.isfinite(latency[rows]).any():
             continue
-        pick = rows[np.argmax(scores[rows])]
+        picks = rows[scores[rows] == scores[rows].max()]
         num += weight * latency[rows].min()
-        den += weight * latency[pick]
+        den += weight * latency[picks].mean()
     return num / den
 
 

@@ -178,3 +178,13 @@ def test_a_hardware_row_gives_back_the_profile_it_was_made_of():
 
     for profile in detect_local_profiles():
         assert HardwareProfile.from_row(profile.as_row()) == profile
+
+
+def test_a_store_draws_no_progress_bar_on_stdout(db):
+    """DuckDB's bar for a query over 2 s would land inside `--json` output; both modes off."""
+    with Store(db) as store:
+        store.upsert_network("net", 1, 8)
+    for read_only in (False, True):
+        with Store(db, read_only=read_only) as store:
+            assert store.con.execute(
+                "SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
