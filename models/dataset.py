@@ -51,6 +51,9 @@ class Dataset:
     # float32 [n, asm_features.ASM_DIM], what the compiled code does, when spec.asm (rows
     # `tenforge dataset asm` stored) or set by whoever built them (tasks/compiled_code.py)
     asm: np.ndarray | None = None
+    # workload hash -> FLOPs for every task of every stored network, measured here or not:
+    # what a network's whole work is, whichever profiles' rows were loaded
+    workload_flops: dict[str, float] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.candidate_id.size)
@@ -132,7 +135,7 @@ class Dataset:
                        self.group_task_name, self.group_flops, self.hardware_names,
                        self.hardware_features, self.workload_networks,
                        None if self.trace is None else self.trace[index],
-                       None if self.asm is None else self.asm[index])
+                       None if self.asm is None else self.asm[index], self.workload_flops)
 
     def fingerprint(self) -> str:
         """Identifies the rows and labels (for lineage) by what they are: each row's profile,
@@ -297,7 +300,8 @@ def _assemble(spec: DataSpec, table, stored_hw: dict, links: list[tuple],
         group_flops=table.column("flops").to_numpy()[first].astype(np.float64),
         hardware_names=hardware_names,
         hardware_features=np.array([stored_hw[h] for h in hardware_names], np.float32),
-        workload_networks=_networks_by_workload(links), trace=_traces(spec, table), asm=asm)
+        workload_networks=_networks_by_workload(links), trace=_traces(spec, table), asm=asm,
+        workload_flops={workload: float(flops) for workload, _, _, flops in links})
     return full if keep.all() else full.subset(np.flatnonzero(keep))
 
 
@@ -309,7 +313,7 @@ def _traces(spec: DataSpec, table) -> np.ndarray | None:
 
 def _networks_by_workload(links: list[tuple]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for workload, network, weight in links:
+    for workload, network, weight, _ in links:
         out.setdefault(workload, {})[network] = int(weight)
     return out
 

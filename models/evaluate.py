@@ -44,22 +44,27 @@ def ranking_metrics(data: Dataset, scores: np.ndarray) -> dict[str, float]:
 # collected there: a dense layer, a pooling) has not measured that network; scoring the sliver
 # as a whole network put single-task "networks" at 1.000 into a profile's mean. An instance
 # counts on a profile where it measured at least this share of the network's work (weight x
-# FLOPs) over every task of it the data holds on any profile. A collection of the network
+# FLOPs) over every task the store lists for it, measured or not. A collection of the network
 # measures nearly all of it (tasks with fewer than two valid candidates drop out).
 MIN_NETWORK_COVERAGE = 0.5
 
 
 def _network_work(data: Dataset) -> dict[str, dict[str, float]]:
-    """network -> {workload: weight x FLOPs} over the workloads with rows in `data` (weight
-    alone for a network with a task of unknown FLOPs)."""
+    """network -> {workload: weight x FLOPs} over every task the store lists for it
+    (Dataset.workload_flops), measured on any profile or none, and the workloads with rows in
+    `data` (weight alone for a network with no FLOPs known). Over the store's list,
+    a profile's coverage does not hang on which other profiles' rows were loaded: one that
+    measured 7 of resnet50's 26 tasks (those it shares with networks collected there) is not
+    resnet50 because it was evaluated alone."""
     groups = np.unique(data.group)
-    flops = dict(zip(data.group_workload[groups], data.group_flops[groups]))
+    flops = {**data.workload_flops,
+             **dict(zip(data.group_workload[groups], data.group_flops[groups]))}
     work: dict[str, dict[str, float]] = {}
     for workload, task_flops in flops.items():
         for net, weight in data.workload_networks.get(workload, {}).items():
             work.setdefault(net, {})[workload] = weight * float(task_flops)
     for net, tasks in work.items():
-        if any(value <= 0 for value in tasks.values()):
+        if sum(tasks.values()) <= 0:  # no FLOPs known (a reshape's are truly 0: no work)
             work[net] = {w: float(data.workload_networks[w][net]) for w in tasks}
     return work
 

@@ -72,10 +72,11 @@ _NETWORK_LABEL = ("CASE WHEN count(*) OVER (PARTITION BY name) = 1 THEN name ELS
                   "input_size || CASE WHEN batch = 1 THEN '' ELSE ':' || batch END END")
 
 
-def network_task_weights(store: Store) -> list[tuple[str, str, int]]:
-    """(workload_hash, network label, occurrences) for every task of every stored network."""
+def network_task_weights(store: Store) -> list[tuple[str, str, int, float]]:
+    """(workload_hash, network label, occurrences, the task's FLOPs) for every task of every
+    stored network."""
     return store.query(f"WITH labelled AS (SELECT network_id, {_NETWORK_LABEL} AS label FROM "
-                       "networks) SELECT t.workload_hash, l.label, sum(nt.weight) FROM "
+                       "networks) SELECT t.workload_hash, l.label, sum(nt.weight), t.flops FROM "
                        "network_tasks nt JOIN tasks t USING (task_id) JOIN labelled l USING "
                        "(network_id) GROUP BY ALL")
 

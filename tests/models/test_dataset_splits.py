@@ -86,6 +86,20 @@ def test_dataset_filters_by_network(seed_data, seed_store):
     assert all("mlp" in seed_data.workload_networks[w] for w in workloads)
 
 
+def test_dataset_knows_every_listed_task_of_a_network_measured_or_not(seed_data, seed_store):
+    """workload_flops: every task the store lists for a network, with its FLOPs, also those no
+    loaded row measured (single-candidate tasks drop out): a network's whole work."""
+    with Store(seed_store, read_only=True) as store:
+        listed = dict(store.query("SELECT DISTINCT t.workload_hash, t.flops FROM tasks t "
+                                  "JOIN network_tasks USING (task_id)"))
+    assert seed_data.workload_flops == listed
+    assert set(listed) == set(seed_data.workload_networks)
+    loaded = np.unique(seed_data.group)
+    assert set(seed_data.group_workload[loaded]) < set(listed)  # some tasks had no rows
+    for w, f in zip(seed_data.group_workload[loaded], seed_data.group_flops[loaded]):
+        assert listed[w] == f
+
+
 @pytest.mark.parametrize("spec, message", [
     (DataSpec(hardware=("tpu-v9",)), "hardware tpu-v9 has no data"),
     (DataSpec(hardware=("cpu-znver3-sse42-1t",), networks=("alexnet",)),

@@ -141,3 +141,30 @@ def test_a_profile_with_a_sliver_of_a_network_does_not_score_it_as_the_network()
     work = _network_work(data)
     assert network_coverage("net0", {"w1"}, work) == pytest.approx(0.2)
     assert network_coverage("net0", {"w0", "w2", "w4", "w6"}, work) >= MIN_NETWORK_COVERAGE
+
+
+def test_a_profile_scored_alone_does_not_score_its_sliver_as_the_network():
+    """Evaluated with its rows only (`--hardware hw-b`), hw-b's one task of net0 was all of
+    net0 the data held: net0 scored 1.000 there, beside other profiles it was left out. The
+    network's work comes from every task the store lists for it (Dataset.workload_flops),
+    whichever rows were loaded; a data-movement task's 0 FLOPs count as no work."""
+    from dataclasses import replace
+
+    from models.evaluate import network_scores
+    from tests.models.synthetic import synthetic_dataset
+
+    data = synthetic_dataset(n_groups=8, per_group=6, hardware=("hw-a", "hw-b"))
+    data.workload_networks.clear()
+    data.workload_networks.update({f"w{g}": {"net0": 1} for g in (0, 2, 4, 6)})
+    data.workload_networks.update({"w1": {"net0": 1, "net1": 1}, "w3": {"net1": 1},
+                                   "w5": {"net1": 1}, "w7": {"net1": 1},
+                                   "reshape": {"net0": 1, "net1": 1}})  # measured nowhere
+    listed = {**{f"w{g}": 1e6 for g in range(8)}, "reshape": 0.0}
+    only_b = np.flatnonzero(data.candidate_hardware() == 1)
+    scores = np.arange(len(data), dtype=float)
+    alone = data.subset(only_b)
+    assert set(network_scores(alone, scores[only_b], k=1)) == {"net0@hw-b", "net1@hw-b"}
+    store_listed = replace(data, workload_flops=listed).subset(only_b)
+    assert set(network_scores(store_listed, scores[only_b], k=1)) == {"net1@hw-b"}
+    beside = network_scores(replace(data, workload_flops=listed), scores, k=1)
+    assert beside["net1@hw-b"] == network_scores(store_listed, scores[only_b], k=1)["net1@hw-b"]
