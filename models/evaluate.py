@@ -76,25 +76,54 @@ def network_coverage(net: str, workloads: set[str], work: dict[str, dict[str, fl
     return sum(v for w, v in tasks.items() if w in workloads) / total if total > 0 else 0.0
 
 
-def network_instances(data: Dataset, networks: tuple[str, ...] = ()):
-    """(network, profile, rows, {group: times the network runs it}) for each of `networks`
-    (default: every network) a profile measured: at least MIN_NETWORK_COVERAGE of its work.
-    What the network-level scores are taken over (network_scores), and what a loss is
-    attributed over (bench/rank_errors.py)."""
-    workload = data.group_workload[data.group]
+def _measured_networks(data: Dataset, networks: tuple[str, ...]):
+    """(network, profile index, measured workloads, {group: times the network runs it}, share
+    of its work measured) for each of `networks` (default: every network) with a task measured
+    on a profile."""
     work = _network_work(data)
-    for h, hw_name in enumerate(data.hardware_names):
+    for h in range(len(data.hardware_names)):
         on_hw = data.candidate_hardware() == h
         nets: dict[str, dict[int, int]] = {}
         for g in np.unique(data.group[on_hw]):
             for net, weight in data.workload_networks.get(data.group_workload[g], {}).items():
                 nets.setdefault(net, {})[int(g)] = weight
         for net, weights in sorted(nets.items()):
-            measured = [data.group_workload[g] for g in weights]
-            if not _asked(net, networks) or \
-                    network_coverage(net, set(measured), work) < MIN_NETWORK_COVERAGE:
-                continue
-            yield net, hw_name, np.flatnonzero(on_hw & np.isin(workload, measured)), weights
+            if _asked(net, networks):
+                measured = [data.group_workload[g] for g in weights]
+                yield net, h, measured, weights, network_coverage(net, set(measured), work)
+
+
+def network_instances(data: Dataset, networks: tuple[str, ...] = ()):
+    """(network, profile, rows, {group: times the network runs it}) for each of `networks`
+    (default: every network) a profile measured: at least MIN_NETWORK_COVERAGE of its work.
+    What the network-level scores are taken over (network_scores), and what a loss is
+    attributed over (bench/rank_errors.py)."""
+    workload = data.group_workload[data.group]
+    for net, h, measured, weights, coverage in _measured_networks(data, networks):
+        if coverage >= MIN_NETWORK_COVERAGE:
+            rows = (data.candidate_hardware() == h) & np.isin(workload, measured)
+            yield net, data.hardware_names[h], np.flatnonzero(rows), weights
+
+
+def network_slivers(data: Dataset, networks: tuple[str, ...] = ()) -> dict[str, dict]:
+    """{profile: {network: share of its work measured}} where a profile measured some of one
+    of `networks`, too little to score it there (under MIN_NETWORK_COVERAGE): what a report
+    says it left out."""
+    out: dict[str, dict[str, float]] = {}
+    for net, h, _, _, coverage in _measured_networks(data, networks):
+        if coverage < MIN_NETWORK_COVERAGE:
+            out.setdefault(data.hardware_names[h], {})[net] = coverage
+    return out
+
+
+def sliver_list(slivers: dict[str, dict]) -> list[str]:
+    """network_slivers as `NETWORK (share) on PROFILE, PROFILE` items, one per network and
+    share (the profiles that measured the same tasks of it share a line)."""
+    on: dict[tuple[str, str], list[str]] = {}
+    for hw, nets in slivers.items():
+        for net, share in nets.items():
+            on.setdefault((net, f"{share:.1%}"), []).append(hw)
+    return [f"{net} ({share}) on {', '.join(hws)}" for (net, share), hws in sorted(on.items())]
 
 
 def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:
@@ -121,6 +150,14 @@ def network_report(model: CostModel, data: Dataset,
     it, their means over networks, and per-task peak@1, peak@5 and pairwise accuracy over the
     tasks of those networks. Per profile too, under `per_hardware`."""
     data = data.subset(network_rows(data, networks))
+    slivers = network_slivers(data, networks)
+    if not any(True for _ in network_instances(data, networks)):
+        raise TenforgeError(
+            f"no profile measured {MIN_NETWORK_COVERAGE:.0%} or more of the work of "
+            f"{', '.join(networks) or 'any network'}, so none can be scored as a network ("
+            + ", ".join(sliver_list(slivers)[:6])
+            + "); collect the network on the profile first (`tenforge collect --networks "
+            "NAME --hardware H`), or score a network it collected")
     scores = model.predict(data)
     report = network_topk(data, scores, networks)
     metrics = ranking_metrics(data, scores)
@@ -130,7 +167,7 @@ def network_report(model: CostModel, data: Dataset,
         "mean_network_top5": report["mean_network_top5"],
         "peak1": metrics["peak1"], "peak5": metrics["peak5"], "pairwise": metrics["pairwise"],
         "tasks": int(np.unique(data.group).size), "candidates": len(data),
-        "per_hardware": report["per_hardware"],
+        "per_hardware": report["per_hardware"], "not_scored": slivers,
     }
 
 

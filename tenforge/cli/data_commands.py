@@ -191,6 +191,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_models_evaluate(args: argparse.Namespace) -> int:
+    from models.evaluate import sliver_list
     from storage.reports import format_table
     from tasks.hardware import profile_name
     from tasks.model_evaluation import evaluate_model
@@ -213,9 +214,21 @@ def cmd_models_evaluate(args: argparse.Namespace) -> int:
     rows.append(("mean", "", f"{result['mean_network_top1']:.3f}",
                  f"{result['mean_network_top5']:.3f}"))
     print(format_table(["network", "in training", "top-1", "top-5"], rows))
+    if len(result["per_hardware"]) > 1:  # the mean above is over profiles: show them apart
+        print(format_table(["profile", "top-1", "top-5", "networks scored there"], [
+            (hw, f"{v['mean_network_top1']:.3f}", f"{v['mean_network_top5']:.3f}",
+             ", ".join(v["networks"])) for hw, v in result["per_hardware"].items()]))
     print(f"per task: peak@1 {result['peak1']:.3f}, peak@5 {result['peak5']:.3f}, pairwise "
           f"{result['pairwise']:.3f}  (network top-k: TenSet's score, best of the model's top k "
           "per task, weighted by occurrences, mean over hardware)")
+    slivers = sliver_list(result["not_scored"])
+    if slivers and args.networks:
+        print("not scored where a profile measured under half of the network's work:\n  "
+              + "\n  ".join(slivers))
+    elif slivers:
+        print(f"not scored: {len(slivers)} (network, profile) pairs with under half of the "
+              "network's work measured, tasks it shares with networks collected there "
+              "(`--json`: not_scored)")
     return 0
 
 

@@ -150,7 +150,8 @@ def test_a_profile_scored_alone_does_not_score_its_sliver_as_the_network():
     whichever rows were loaded; a data-movement task's 0 FLOPs count as no work."""
     from dataclasses import replace
 
-    from models.evaluate import network_scores
+    from core.errors import TenforgeError
+    from models.evaluate import network_report, network_scores
     from tests.models.synthetic import synthetic_dataset
 
     data = synthetic_dataset(n_groups=8, per_group=6, hardware=("hw-a", "hw-b"))
@@ -168,3 +169,14 @@ def test_a_profile_scored_alone_does_not_score_its_sliver_as_the_network():
     assert set(network_scores(store_listed, scores[only_b], k=1)) == {"net1@hw-b"}
     beside = network_scores(replace(data, workload_flops=listed), scores, k=1)
     assert beside["net1@hw-b"] == network_scores(store_listed, scores[only_b], k=1)["net1@hw-b"]
+
+    class Ranker:  # any scores will do: what is scored is the question
+        def predict(self, d):
+            return np.arange(len(d), dtype=float)
+
+    report = network_report(Ranker(), store_listed, ("net0", "net1"))
+    assert set(report["networks"]) == {"net1"}
+    assert report["not_scored"] == {"hw-b": {"net0": pytest.approx(0.2)}}
+    with pytest.raises(TenforgeError, match=r"no profile measured 50% or more of the work of "
+                       r"net0, .*\(net0 \(20\.0%\) on hw-b\); collect the network"):
+        network_report(Ranker(), store_listed, ("net0",))

@@ -33,9 +33,12 @@ def answers(pretrained_store, tmp_path_factory):
         ["models", "evaluate", model_id, "--hardware", SEED_PROFILE, "--latency", "median",
          "--json", "--db", db],
         ["models", "evaluate", model_id, "--latency", "min", "--db", db],
+        ["models", "evaluate", "shipped", "--hardware", f"{SEED_PROFILE},{elsewhere}",
+         "--db", db],
     ]
     return dict(zip(["json", "table", "unknown", "network", "hardware", "no store",
-                     "shipped elsewhere", "shipped nowhere", "graph", "median", "bad latency"],
+                     "shipped elsewhere", "shipped nowhere", "graph", "median", "bad latency",
+                     "two profiles"],
                     run_cli_table(cases)))
 
 
@@ -136,6 +139,16 @@ def test_the_shipped_model_scores_a_cpu_this_machine_cannot_run(answers):
     result = json.loads(answer["stdout"])
     assert result["model"].startswith("shipped-") and len(result["hardware"]) == 1
     assert 0 < result["mean_network_top1"] <= 1
+
+
+def test_two_profiles_get_a_row_each_beside_the_mean_over_them(answers, pretrained_store):
+    answer = answers["two profiles"]
+    assert answer["code"] == 0, answer["stderr"][-2000:]
+    lines = answer["stdout"].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("profile "))
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[header + 2:header + 4]}
+    assert set(rows) == {SEED_PROFILE, _a_cpu_only_the_store_knows(pretrained_store[0])}
+    assert all(0 < float(top1) <= float(top5) <= 1 for top1, top5 in rows.values())
 
 
 def test_a_prepared_graph_is_scored_on_its_own_tasks(answers, pretrained_store):
