@@ -114,6 +114,34 @@ def measured_inventory(store: Store, hardware: Sequence[str], networks: Sequence
     return int(count), set(names or [])
 
 
+def network_coverage_shares(store: Store, hardware: Sequence[str]) -> dict[str, float]:
+    """{network name: the largest share of one of its instances' work (weight x FLOPs; weight
+    where no FLOPs are known) that one of these profiles measured successfully}: what
+    models.evaluate scores as a network where it reaches MIN_NETWORK_COVERAGE. Counted over
+    tasks with any successful measurement; the evaluation also drops a task with fewer than
+    two, so this is an upper bound, cheap enough for a flow's validation."""
+    rows = store.con.execute("""
+        WITH work AS (
+            SELECT n.network_id, n.name, nt.task_id, nt.weight * t.flops AS by_flops,
+                   nt.weight AS by_weight
+            FROM networks n JOIN network_tasks nt USING (network_id) JOIN tasks t USING (task_id)),
+        measured AS (
+            SELECT DISTINCT h.name AS hw, c.task_id
+            FROM measurements m JOIN candidates c USING (candidate_id)
+            JOIN hardware h USING (hardware_id)
+            WHERE m.error_kind IS NULL AND h.name IN (SELECT unnest($hardware))),
+        shares AS (
+            SELECT w.name, coalesce(
+                sum(w.by_flops) FILTER (WHERE m.task_id IS NOT NULL) / nullif(sum(w.by_flops), 0),
+                sum(w.by_weight) FILTER (WHERE m.task_id IS NOT NULL) / sum(w.by_weight)) AS share
+            FROM work w CROSS JOIN (SELECT DISTINCT hw FROM measured) p
+            LEFT JOIN measured m ON m.task_id = w.task_id AND m.hw = p.hw
+            GROUP BY w.network_id, w.name, p.hw)
+        SELECT name, max(coalesce(share, 0)) FROM shares GROUP BY name""",
+        {"hardware": list(hardware)}).fetchall()
+    return {name: float(share) for name, share in rows}
+
+
 _LATENCY = {"mean": "m.mean_latency_s",
             "median": "coalesce(list_median(m.run_secs), m.mean_latency_s)"}
 

@@ -29,6 +29,30 @@ def _existing_store(db: str | None, hint: str) -> str:
     return path
 
 
+def check_holdout_collected(path: str, hardware: tuple[str, ...],
+                            holdout: tuple[str, ...]) -> None:
+    """Refuse, before any training, held-out networks that no profile collected: the gate
+    scores a network only where a profile measured MIN_NETWORK_COVERAGE of its work, so a
+    network of which these profiles measured only the tasks it shares with others could not
+    be scored after the model had trained."""
+    from models.dataset import network_name
+    from models.evaluate import MIN_NETWORK_COVERAGE
+    from storage.queries import network_coverage_shares
+
+    with Store(path, read_only=True) as store:
+        shares = network_coverage_shares(store, hardware)
+    short = {n: shares.get(network_name(n), 0.0) for n in holdout}
+    short = {n: s for n, s in short.items() if s < MIN_NETWORK_COVERAGE}
+    if short:
+        collected = sorted(n for n, s in shares.items() if s >= MIN_NETWORK_COVERAGE)
+        raise TenforgeError(
+            "holdout network " + ", ".join(f"{n} ({s:.1%} of its work)" for n, s in short.items())
+            + f" was not collected on {', '.join(hardware)}: a held-out network is scored where "
+            f"a profile measured at least {MIN_NETWORK_COVERAGE:.0%} of it; collect it first "
+            "(`tenforge collect --networks NAME --hardware H`) or hold out networks these "
+            f"profiles collected ({', '.join(collected)})")
+
+
 @dataclass(frozen=True)
 class SearchFlowSpec(Spec):
     """A validated search request. (models.search.SearchSpec is the search space inside it.)"""
@@ -66,6 +90,8 @@ def validate_search(db: str | None, hardware: list[str] | None, networks: list[s
     # What only the loaded data shows (an empty validation part) is refused by the first task.
     found_data = check_dataset(path, data_spec)
     check_holdout(split_spec, data_spec.hardware, found_data.networks)
+    if register_if_better:  # the gate scores the held-out networks: they must be scorable
+        check_holdout_collected(path, data_spec.hardware, split_spec.holdout)
     name = study or default_study_name(data_spec, split_spec)
     found = open_study_signature(name, study_storage(path))
     if found is not None and found != search_spec.signature():
@@ -110,6 +136,7 @@ def validate_pretrain(db: str | None, hardware: list[str] | None, family: str,
     if unknown:
         raise TenforgeError(f"holdout network {', '.join(unknown)} has no measurements on "
                             f"{', '.join(sources)}; measured: {', '.join(sorted(found.networks))}")
+    check_holdout_collected(path, sources, tuple(holdout or ()))
     return PretrainSpec(db=path, hardware=sources, networks=tuple(networks or ()),
                         family=family, params=dict(params or {}), from_model=from_model,
                         holdout=tuple(holdout or ()), register_if_better=register_if_better)

@@ -5,6 +5,7 @@ onboard take it when a store has no model of its own."""
 
 import json
 import platform
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -171,6 +172,30 @@ def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
         validate_pretrain(db, None, "xgb", None, None, None, register_if_better=True)
     with pytest.raises(TenforgeError, match="holdout network vgg19 has no measurements"):
         validate_pretrain(db, None, "xgb", None, None, None, ["vgg19"], True)
+
+
+def test_a_holdout_no_profile_collected_is_refused_before_training(seed_store):
+    """A profile that measured only the tasks a network shares with networks collected there
+    (the Xeons' 7 of resnet50's 40) cannot score it as a held-out network: refused up front,
+    not after the model trained (where the gate would find nothing to score)."""
+    from storage.queries import network_coverage_shares
+    from storage.store import Store
+    from tasks.training_specs import check_holdout_collected, validate_pretrain, validate_search
+
+    with Store(seed_store, read_only=True) as store:
+        profiles = [h for (h,) in store.query("SELECT name FROM hardware ORDER BY 1")]
+        shares = {h: network_coverage_shares(store, [h]) for h in profiles}
+    # the seed holds such a sliver: a profile with part of a network another one collected
+    hw, net = next((h, n) for h in profiles for n, share in shares[h].items()
+                   if 0 < share < 0.5 and any(shares[o].get(n, 0) >= 0.5 for o in profiles))
+    with pytest.raises(TenforgeError, match=rf"holdout network {re.escape(net)} \([\d.]+% of "
+                       rf"its work\) was not collected on {hw}: .* collect it first"):
+        validate_pretrain(seed_store, [hw], "xgb", None, None, None, [net], True)
+    with pytest.raises(TenforgeError, match=rf"holdout network {re.escape(net)} .* not collected"):
+        validate_search(seed_store, [hw], None, "by_network", [net], ["xgb"], 1, 60, "peak1",
+                        False, 0, 1, None, register_if_better=True)
+    collected = next(o for o in profiles if shares[o].get(net, 0) >= 0.5)
+    check_holdout_collected(seed_store, (hw, collected), (net,))  # scored on the other: fine
 
 
 def test_a_model_trained_for_tuning_a_network_never_saw_a_task_it_shares(seed_store, tmp_path):
