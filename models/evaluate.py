@@ -54,7 +54,7 @@ def _network_work(data: Dataset) -> dict[str, dict[str, float]]:
     (Dataset.workload_flops), measured on any profile or none, and the workloads with rows in
     `data` (weight alone for a network with no FLOPs known). Over the store's list,
     a profile's coverage does not hang on which other profiles' rows were loaded: one that
-    measured 7 of resnet50's 26 tasks (those it shares with networks collected there) is not
+    measured 7 of resnet50's 40 tasks (those it shares with networks collected there) is not
     resnet50 because it was evaluated alone."""
     groups = np.unique(data.group)
     flops = {**data.workload_flops,
@@ -81,8 +81,9 @@ def _measured_networks(data: Dataset, networks: tuple[str, ...]):
     of its work measured) for each of `networks` (default: every network) with a task measured
     on a profile."""
     work = _network_work(data)
+    hardware = data.candidate_hardware()
     for h in range(len(data.hardware_names)):
-        on_hw = data.candidate_hardware() == h
+        on_hw = hardware == h
         nets: dict[str, dict[int, int]] = {}
         for g in np.unique(data.group[on_hw]):
             for net, weight in data.workload_networks.get(data.group_workload[g], {}).items():
@@ -99,9 +100,10 @@ def network_instances(data: Dataset, networks: tuple[str, ...] = ()):
     What the network-level scores are taken over (network_scores), and what a loss is
     attributed over (bench/rank_errors.py)."""
     workload = data.group_workload[data.group]
+    hardware = data.candidate_hardware()
     for net, h, measured, weights, coverage in _measured_networks(data, networks):
         if coverage >= MIN_NETWORK_COVERAGE:
-            rows = (data.candidate_hardware() == h) & np.isin(workload, measured)
+            rows = (hardware == h) & np.isin(workload, measured)
             yield net, data.hardware_names[h], np.flatnonzero(rows), weights
 
 
@@ -151,7 +153,7 @@ def network_report(model: CostModel, data: Dataset,
     tasks of those networks. Per profile too, under `per_hardware`."""
     data = data.subset(network_rows(data, networks))
     slivers = network_slivers(data, networks)
-    if not any(True for _ in network_instances(data, networks)):
+    if next(network_instances(data, networks), None) is None:
         raise TenforgeError(
             f"no profile measured {MIN_NETWORK_COVERAGE:.0%} or more of the work of "
             f"{', '.join(networks) or 'any network'}, so none can be scored as a network ("
