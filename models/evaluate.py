@@ -131,9 +131,13 @@ def sliver_list(slivers: dict[str, dict]) -> list[str]:
 def network_scores(data: Dataset, scores: np.ndarray, k: int = 1) -> dict[str, float]:
     """Network-level top-k score per (network, hardware) the data covers: where the profile
     measured at least MIN_NETWORK_COVERAGE of the network's work."""
+    return _instance_scores(data, scores, network_instances(data), k)
+
+
+def _instance_scores(data: Dataset, scores: np.ndarray, instances, k: int) -> dict[str, float]:
     return {f"{net}@{hw}": network_topk_score(data.latency[rows], scores[rows], data.group[rows],
                                               weights, k)
-            for net, hw, rows, weights in network_instances(data)}
+            for net, hw, rows, weights in instances}
 
 
 def evaluate(model: CostModel, data: Dataset) -> dict[str, float]:
@@ -188,7 +192,8 @@ def network_topk(data: Dataset, scores: np.ndarray, networks: tuple[str, ...] = 
     """Ranking by `scores`, TenSet's network-level top-1 and top-5 of each of `networks`
     (default: all) averaged over the profiles that measured it, their means, and the same
     per profile (`per_hardware`)."""
-    top = {k: network_scores(data, scores, k) for k in (1, 5)}
+    instances = list(network_instances(data))  # seconds on a pooled store: found once
+    top = {k: _instance_scores(data, scores, instances, k) for k in (1, 5)}
     per_hw: dict[str, dict] = {}
     for key in top[1]:
         net, hw = key.rsplit("@", 1)  # labels may hold an @ (resnet18@160), profiles do not
