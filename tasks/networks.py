@@ -48,13 +48,15 @@ class _BasicBlock(nn.Module):
 class _Bottleneck(nn.Module):
     expansion = 4
 
-    def __init__(self, cin: int, planes: int, stride: int):
+    def __init__(self, cin: int, planes: int, stride: int, groups: int = 1,
+                 width_per_group: int = 64):
         super().__init__()
-        self.conv1 = nn.Conv2d(cin, planes, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+        width = planes * width_per_group // 64 * groups  # torchvision's rule; ResNet-50: planes
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, groups=groups, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(planes * 4)
         self.down = _downsample(cin, planes * 4, stride)
 
@@ -63,6 +65,14 @@ class _Bottleneck(nn.Module):
         y = torch.relu(self.bn2(self.conv2(y)))
         y = self.bn3(self.conv3(y))
         return torch.relu(y + (self.down(x) if self.down is not None else x))
+
+
+class _ResNeXtBottleneck(_Bottleneck):
+    """ResNeXt-50 32x4d's block: twice ResNet-50's width, its 3x3 conv in 32 groups (grouped
+    convolutions, an operator no other zoo network has)."""
+
+    def __init__(self, cin: int, planes: int, stride: int):
+        super().__init__(cin, planes, stride, groups=32, width_per_group=4)
 
 
 def _downsample(cin: int, cout: int, stride: int) -> nn.Module | None:
@@ -285,11 +295,17 @@ def _image(model: Callable[[], nn.Module]) -> Callable:
 ZOO: dict[str, NetworkDef] = {d.name: d for d in (
     NetworkDef("resnet18", "ResNet-18", 224, _image(lambda: ResNet(_BasicBlock, [2, 2, 2, 2]))),
     NetworkDef("resnet50", "ResNet-50", 224, _image(lambda: ResNet(_Bottleneck, [3, 4, 6, 3]))),
+    NetworkDef("resnext50", "ResNeXt-50 32x4d (grouped 3x3 convs)", 224,
+               _image(lambda: ResNet(_ResNeXtBottleneck, [3, 4, 6, 3]))),
     NetworkDef("mobilenet_v2", "MobileNet-V2", 224, _image(MobileNetV2)),
     NetworkDef("inception", "Inception-v3-style (stem, 3xA, reduction, 2xC)", 299,
                _image(InceptionStyle)),
     NetworkDef("bert", "BERT-base encoder (12 layers, hidden 768), size = sequence length", 128,
                lambda b, s: (BertEncoder(), (torch.randn(b, s, 768),))),
+    # TenSet's held-out BERT-tiny (its scripts' BertConfig): 6 layers, hidden 512, 8 heads
+    NetworkDef("bert_tiny", "BERT-tiny encoder (6 layers, hidden 512, 8 heads, FFN 2048), "
+               "size = sequence length", 128,
+               lambda b, s: (BertEncoder(6, 512, 8, 2048), (torch.randn(b, s, 512),))),
     NetworkDef("mlp", "3-layer perceptron, size = input features", 512,
                lambda b, s: (MLP(s), (torch.randn(b, s),))),
     NetworkDef("tiny_cnn", "2 conv layers + classifier", 32, _image(TinyCNN)),

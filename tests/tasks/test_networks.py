@@ -1,6 +1,7 @@
 """The zoo: networks import into Relax and split into tasks with FLOPs and weights."""
 
 import pytest
+import torch
 
 from core.errors import TenforgeError
 from tasks.networks import ZOO, build_network
@@ -12,11 +13,12 @@ def test_every_zoo_network_builds_and_runs_in_torch():
     import torch
 
     small = {"mlp": 8, "dense_bias_relu": 8, "matmul": 8, "mlp_wide": 8, "mlp_deep": 8,
-             "bert": 4, "gpt2": 4, "vgg11": 32, "densenet121": 32, "efficientnet_b0": 32,
+             "bert": 4, "bert_tiny": 4,
+             "gpt2": 4, "vgg11": 32, "densenet121": 32, "efficientnet_b0": 32,
              "convnext": 32, "vit": 32}
     for name in ZOO:
         model, inputs = build_network(name, 1, small.get(name))
-        if name in ("resnet50", "inception", "bert", "mobilenet_v2"):
+        if name in ("resnet50", "resnext50", "inception", "bert", "mobilenet_v2"):
             continue  # built (shapes checked by torch), not run: keeps the suite fast
         with torch.no_grad():
             assert model(*inputs) is not None
@@ -55,3 +57,13 @@ def test_the_newer_families_bring_their_own_operators():
 def test_bad_network_requests(args, message):
     with pytest.raises(TenforgeError, match=message):
         build_network(*args)
+
+
+def test_resnext50_is_resnet50_with_grouped_3x3_convs():
+    """TenSet's held-out ResNeXt-50 (32x4d); ResNet-50 keeps its plain convs (and its tasks)."""
+    def groups(name):
+        model, _ = build_network(name, 1, 32)
+        return sorted({m.groups for m in model.modules() if isinstance(m, torch.nn.Conv2d)})
+
+    assert groups("resnet50") == [1]
+    assert groups("resnext50") == [1, 32]
