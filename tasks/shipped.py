@@ -66,18 +66,23 @@ def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
 
 
 def shipped_to_beat(target_kind: str, arch: str, holdout: tuple[str, ...],
-                    folder: Path = SHIPPED_DIR) -> tuple[ShippedModel | None, str]:
+                    folder: Path = SHIPPED_DIR
+                    ) -> tuple[ShippedModel | None, tuple[str, ...], str]:
     """The model shipped now in `folder` for this target kind and arch, which a new one held out
-    on `holdout` must beat to replace it, and why none where there is none: a model that
-    trained on any of `holdout` is not compared (a score on them would flatter it)."""
+    on `holdout` must beat to replace it; the networks to compare them on, those both held out
+    (on any other network one of them trained, which would flatter it); and why none where
+    there is none. A new model that holds out more networks than the shipped one is still
+    compared, on the shipped one's: holding out more must not let a model skip the gate."""
     current = shipped_for_target(target_kind, arch, folder)
     if current is None:
-        return None, f"no model shipped for {target_kind}, {arch}"
+        return None, (), f"no model shipped for {target_kind}, {arch}"
     held = set((current.lineage.get("split") or {}).get("holdout") or ())
-    if not set(holdout) <= held:
-        return None, (f"{current.model_id} held out {', '.join(sorted(held)) or 'nothing'}, "
-                      f"not all of {', '.join(holdout)}: not compared")
-    return current, f"{current.model_id}, held out {', '.join(sorted(held))}"
+    common = tuple(n for n in holdout if n in held)
+    if not common:
+        return None, (), (f"{current.model_id} held out {', '.join(sorted(held)) or 'nothing'}, "
+                          f"none of {', '.join(holdout)}: not compared")
+    return current, common, (f"{current.model_id}, held out {', '.join(sorted(held))}; "
+                             f"compared on {', '.join(common)}")
 
 
 def shipped_for(profile: HardwareProfile) -> ShippedModel | None:

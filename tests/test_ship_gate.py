@@ -21,11 +21,33 @@ def test_each_gate_seed_scores_the_same_held_out_rows():
     data = _data()
     first = make_split(data, SplitSpec("by_network", seed=0, valid_fraction=0.15,
                                        holdout=("net0",)))
-    scores = gate_scores(data, ("net0",), "lgbm", {"n_estimators": 20}, [1, 2], first.test)
+    scores = gate_scores(data, ("net0",), "lgbm", {"n_estimators": 20}, [1, 2], first.test,
+                         ("net0",))
     assert list(scores) == [1, 2]
     assert all(0 < score <= 1 for score in scores.values())
     with pytest.raises(SystemExit, match="tests other rows than the first seed's"):
-        gate_scores(data, ("net0",), "lgbm", {"n_estimators": 20}, [1], first.test[1:])
+        gate_scores(data, ("net0",), "lgbm", {"n_estimators": 20}, [1], first.test[1:],
+                    ("net0",))
+
+
+def test_the_gate_scores_the_networks_it_compares_not_every_held_out_one():
+    """A model holding out net0 and net1 against a shipped one that held out net0 only is
+    compared on net0 (tasks.shipped.shipped_to_beat): each seed's gate score is net0's."""
+    from models.evaluate import network_report
+
+    data = _data()
+    holdout = ("net0", "net1")
+    first = make_split(data, SplitSpec("by_network", seed=0, valid_fraction=0.15,
+                                       holdout=holdout))
+    scores = gate_scores(data, holdout, "lgbm", {"n_estimators": 20}, [1], first.test,
+                         ("net0",))
+    split = make_split(data, SplitSpec("by_network", seed=1, valid_fraction=0.15,
+                                       holdout=holdout))
+    model = create_model("lgbm", seed=1, n_estimators=20)
+    model.fit(data.subset(split.train), data.subset(split.valid))
+    test = data.subset(split.test)
+    assert scores[1] == network_report(model, test, ("net0",))["mean_network_top1"]
+    assert list(network_report(model, test, holdout)["networks"]) == ["net0", "net1"]
 
 
 @pytest.mark.parametrize("text, message", [("0,x", "give comma-separated integers"),
@@ -45,6 +67,8 @@ def test_the_readme_says_what_the_gate_measured_and_beat():
     assert text.endswith(": +0.003.")
     first = gate_sentence({"seeds": {"0": 0.7}, "median": 0.7})
     assert "shipped before" not in first and first.endswith("median 0.700.")
+    some = gate_sentence({**gate, "networks": ["resnet50", "bert"]})
+    assert "on the held-out rows of resnet50, bert over seeds 0 0.734" in some
 
 
 def test_a_median_gate_says_so_and_what_the_stored_mean_charged():

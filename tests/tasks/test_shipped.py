@@ -245,16 +245,22 @@ def _ship(folder: Path, model_id: str, holdout: list[str], arch: str = "x86_64")
                                                               "lineage": lineage}))
 
 
-def test_a_new_model_must_beat_the_newest_shipped_one_only_where_both_held_out_the_same(
+def test_a_new_model_must_beat_the_newest_shipped_one_on_the_networks_both_held_out(
         tmp_path):
     from tasks.shipped import shipped_to_beat
 
     _ship(tmp_path, "shipped-lgbm-llvm-x86_64-20261101T0000", ["resnet50", "bert"])
     _ship(tmp_path, "shipped-xgb-llvm-x86_64-20261102T0000", ["resnet50", "bert", "vit"])
     _ship(tmp_path, "shipped-xgb-llvm-aarch64-20261103T0000", ["resnet50"], arch="aarch64")
-    current, why = shipped_to_beat("llvm", "x86_64", ("resnet50", "bert"), tmp_path)
+    current, on, why = shipped_to_beat("llvm", "x86_64", ("resnet50", "bert"), tmp_path)
     assert current.model_id == "shipped-xgb-llvm-x86_64-20261102T0000"  # the newest, by stamp
-    current, why = shipped_to_beat("llvm", "aarch64", ("resnet50", "bert"), tmp_path)
-    assert current is None and "not compared" in why  # it trained on bert
-    current, why = shipped_to_beat("cuda", "x86_64", ("resnet50",), tmp_path)
+    assert on == ("resnet50", "bert")
+    # holding out more than the shipped model did does not skip the gate: compared on resnet50
+    # (the shipped model trained on bert, so a score there would flatter it)
+    current, on, why = shipped_to_beat("llvm", "aarch64", ("resnet50", "bert"), tmp_path)
+    assert current.model_id == "shipped-xgb-llvm-aarch64-20261103T0000" and on == ("resnet50",)
+    assert why.endswith("compared on resnet50")
+    current, on, why = shipped_to_beat("llvm", "aarch64", ("bert", "vit"), tmp_path)
+    assert current is None and on == () and "not compared" in why  # it trained on both
+    current, on, why = shipped_to_beat("cuda", "x86_64", ("resnet50",), tmp_path)
     assert current is None and why == "no model shipped for cuda, x86_64"
