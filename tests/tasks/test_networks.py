@@ -10,12 +10,9 @@ from tests.conftest import LOCAL_TARGET
 
 
 def test_every_zoo_network_builds_and_runs_in_torch():
-    import torch
-
     small = {"mlp": 8, "dense_bias_relu": 8, "matmul": 8, "mlp_wide": 8, "mlp_deep": 8,
-             "bert": 4, "bert_tiny": 4,
-             "gpt2": 4, "vgg11": 32, "densenet121": 32, "efficientnet_b0": 32,
-             "convnext": 32, "vit": 32}
+             "bert": 4, "bert_tiny": 4, "gpt2": 4, "vgg11": 32, "densenet121": 32,
+             "efficientnet_b0": 32, "convnext": 32, "vit": 32}
     for name in ZOO:
         model, inputs = build_network(name, 1, small.get(name))
         if name in ("resnet50", "resnext50", "inception", "bert", "mobilenet_v2"):
