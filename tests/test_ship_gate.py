@@ -1,10 +1,20 @@
 """The shipped model's gate over several seeds (bench/ship_model.py --gate-seeds): each seed
 trains on its own by_network split and is scored on the same held-out rows, and seeds that
-would test other rows, or bad seed lists, are refused in one line."""
+would test other rows, or bad seed lists, are refused in one line; the median must beat the
+shipped model by more than a margin; the rows carry what either model reads."""
+
+from types import SimpleNamespace
 
 import pytest
 
-from bench.ship_model import gate_scores, gate_sentence, mean_charge, parse_seeds
+from bench.ship_model import (
+    data_spec_for,
+    gate_refusal,
+    gate_scores,
+    gate_sentence,
+    mean_charge,
+    parse_seeds,
+)
 from models.registry import create_model
 from models.splits import SplitSpec, make_split
 from tests.models.synthetic import synthetic_dataset
@@ -91,3 +101,30 @@ def test_the_mean_charge_scores_both_models_on_the_same_rows(seed_store):
     model.fit(data.subset(split.train), data.subset(split.valid))
     out = mean_charge(seed_store, spec, data, split.test, ("resnet18",), model, model)
     assert out["over"] == 0 and 0 < out["model"] == out["shipped"] <= 1
+
+
+@pytest.mark.parametrize("median, refused", [(0.767, True), (0.775, True), (0.778, False)])
+def test_the_gate_asks_for_more_than_a_draw(median, refused):
+    """Session 96's recipe beat the shipped bag by +0.001 over three seeds, inside one split's
+    ±0.05: the gate passed it and it was kept out by hand. The margin keeps it out."""
+    gate = {"seeds": {"0": median}, "median": median, "shipped": "shipped-old",
+            "shipped_score": 0.766}
+    refusal = gate_refusal(gate, margin=0.01)
+    assert (refusal is not None) == refused
+    if refused:
+        assert refusal.startswith(f"not shipped: {median - 0.766:+.3f} mean network top-1 "
+                                  "against shipped-old")
+        assert "more than +0.010; --force ships it anyway" in refusal
+    assert gate_refusal(gate, margin=0.0) is None
+    text = gate_sentence({**gate, "margin": 0.01})
+    assert text.endswith(f": {median - 0.766:+.3f} (the bar: more than +0.010).")
+
+
+def test_trace_features_load_when_the_shipped_model_reads_them():
+    """A family that reads no traces, gated against a shipped model that does, loads them: both
+    are scored on the same rows (without, the shipped model's scoring failed)."""
+    reads, ignores = SimpleNamespace(takes_traces=True), SimpleNamespace(takes_traces=False)
+    spec = data_spec_for("lgbm", {}, ("p",), "mean", reads)
+    assert spec.traces and spec.hardware == ("p",) and spec.latency == "mean"
+    assert not data_spec_for("lgbm", {}, ("p",), "mean", ignores).traces
+    assert not data_spec_for("lgbm", {}, ("p",), "median", None).traces
