@@ -128,3 +128,17 @@ def test_trace_features_load_when_the_shipped_model_reads_them():
     assert spec.traces and spec.hardware == ("p",) and spec.latency == "mean"
     assert not data_spec_for("lgbm", {}, ("p",), "mean", ignores).traces
     assert not data_spec_for("lgbm", {}, ("p",), "median", None).traces
+
+
+def test_a_negative_margin_is_refused_before_any_data_loads():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "ship_model.py"
+    out = subprocess.run([sys.executable, str(script), "--margin", "-0.1", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines()[-1] == (
+        "--margin -0.1: give 0 or more (a model that loses to the shipped one ships with "
+        "--force)")
