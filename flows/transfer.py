@@ -30,7 +30,8 @@ def pretrain(hardware: list[str] | None = None, family: str = "mlp",
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
         holdout: networks kept out of training and scored (validation on whole networks).
         register_if_better: register only if it ranks the held-out networks better than
-            every model that never saw them (the scheduled pretrain does).
+            every model that held any of them out too, on the networks both held out (the
+            scheduled pretrain does).
     """
     spec = validate_pretrain(db, hardware, family, params, from_model, networks, holdout,
                              register_if_better)

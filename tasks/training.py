@@ -141,7 +141,8 @@ def train_and_register(db: str, data_spec: dict, split_spec: dict, family: str,
     """Train `family` with `params` on the train part (valid for early stopping), measure it on
     the test part, save it as an artifact and register it with its lineage. With
     `register_if_better` (a by_network split), only if it ranks the held-out networks better
-    than every model that never saw them (tasks/model_gate.py)."""
+    than every model that held any of them out too, on those both held out
+    (tasks/model_gate.py)."""
     from models.evaluate import evaluate, network_scores
     from models.registry import create_model
 
@@ -186,9 +187,10 @@ def pretrain(db: str, hardware: list[str], networks: list[str], family: str | No
     and the reported validation metrics) and register the model. With `holdout` networks, they
     are kept out (a by_network split, validation on whole networks) and scored; with
     `register_if_better`, the model is registered only if it ranks them better than every
-    model that never saw them (tasks/model_gate.py). `drop_tasks_of`: networks none of whose
-    tasks may train the model, not even one a training network shares (for a model that
-    will then tune those networks as unseen ones: bench/tuning_matrix.py)."""
+    model that held any of them out too, on those both held out (tasks/model_gate.py).
+    `drop_tasks_of`: networks none of whose tasks may train the model, not even one a
+    training network shares (for a model that will then tune those networks as unseen ones:
+    bench/tuning_matrix.py)."""
     from models.evaluate import evaluate
     from models.registry import create_model
 

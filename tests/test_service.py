@@ -125,7 +125,7 @@ def test_the_search_deployment_runs_from_the_api(service, seed_store):
     flow_run = wait_for_run(service["api"], run["id"])
     assert flow_run["state"]["type"] == "COMPLETED", flow_run["state"]
     # the scheduled search holds networks out and registers its winner only if it ranks them
-    # better than every model that never saw them (here: the shipped one)
+    # better than every model that held any of them out too (here: the shipped one)
     with Store(db, read_only=True) as store:
         registered = store.scalar("SELECT count(*) FROM models WHERE flow_run_id = ?",
                                   [run["id"]])

@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-epochs", type=_positive, default=30)
     p.add_argument("--study", default=None, help="study name (a re-run continues it)")
     p.add_argument("--register-if-better", action="store_true",
-                   help="with --split by_network: register the winner only if it ranks the "
-                        "held-out networks better than every model that never saw them")
+                   help="with --split by_network: register the winner only if it beats every "
+                        "model that held any of those networks out too, on those both held out")
     db_option(p)
     p.set_defaults(func=run.cmd_search)
 
@@ -223,8 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--holdout", type=_names, default=None,
                    help="networks kept out of training and scored (every size of each)")
     p.add_argument("--register-if-better", action="store_true",
-                   help="with --holdout: register only if it ranks those networks better "
-                        "than every model that never saw them")
+                   help="with --holdout: register only if it beats every model that held "
+                        "any of them out too, on the networks both held out")
     db_option(p)
     p.set_defaults(func=run.cmd_pretrain)
 

@@ -123,8 +123,9 @@ def test_a_cpu_nothing_was_shipped_for_is_refused_in_one_line():
 @x86_only
 def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_better(
         seed_store, tmp_path):
-    """tasks/model_gate.py: rivals are the models that never trained on the held-out
-    networks (the shipped one here); a model that cannot beat them is not registered."""
+    """tasks/model_gate.py: rivals are the models that held out some of the new model's
+    held-out networks (the shipped one here), compared on those; a model that cannot beat
+    them is not registered."""
     from storage.store import Store
     from tasks.model_gate import rivals
     from tasks.training import train_and_register
@@ -133,14 +134,25 @@ def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_b
     shutil.copy(seed_store, db)
     shipped = shipped_models()[0]
     held = tuple(shipped.lineage["split"]["holdout"])
-    assert shipped.model_id in rivals(db, held)
-    assert shipped.model_id not in rivals(db, (*held, "tiny_cnn"))  # it trained on tiny_cnn
+    assert rivals(db, held)[shipped.model_id].networks == held
+    # holding out more than the shipped model did does not skip it: compared on its networks
+    # (it trained on tiny_cnn, which would flatter it); one that shares none is no rival
+    assert rivals(db, ("tiny_cnn", *held))[shipped.model_id].networks == held
+    assert shipped.model_id not in rivals(db, ("tiny_cnn",))
     split = {"kind": "by_network", "seed": 0, "holdout": list(held)}
     data = {"hardware": shipped.lineage["data_spec"]["hardware"], "traces": True}
+    lines: list[str] = []
     weak = train_and_register(db, data, split, "xgb", {"n_estimators": 1, "max_depth": 1}, 0,
                               log=lambda _: None, register_if_better=True)
     assert weak["model_id"] is None and not weak["gate"]["wins"]
     assert weak["gate"]["best_rival"] == shipped.model_id
+    more = train_and_register(db, data, {**split, "holdout": [*held, "tiny_cnn"]}, "xgb",
+                              {"n_estimators": 1, "max_depth": 1}, 0, log=lines.append,
+                              register_if_better=True)
+    score = more["gate"]["rivals"][shipped.model_id]
+    assert more["model_id"] is None and score["networks"] == list(held)
+    assert score["mine"] < score["theirs"] and not more["gate"]["wins"]
+    assert lines[-1].startswith(f"not registered: on held-out networks {', '.join(held)} (of ")
     with Store(db, read_only=True) as store:
         assert store.scalar("SELECT count(*) FROM models") == 0
     plain = train_and_register(db, data, split, "xgb", {"n_estimators": 1, "max_depth": 1}, 0,
