@@ -102,6 +102,11 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def over_shipped(gate: dict) -> float:
+    """How far the seeds' median is above the shipped model's score on the same rows."""
+    return gate["median"] - gate["shipped_score"]
+
+
 def gate_sentence(gate: dict) -> str:
     """The README's account of the gate: the seeds' scores, their median, and what it beat."""
     seeds = ", ".join(f"{seed} {score:.3f}" for seed, score in gate["seeds"].items())
@@ -112,7 +117,7 @@ def gate_sentence(gate: dict) -> str:
     if "shipped" in gate:
         text += (f", against {gate['shipped_score']:.3f} for the model shipped before it "
                  f"({gate['shipped']}) on the same rows: "
-                 f"{gate['median'] - gate['shipped_score']:+.3f}"
+                 f"{over_shipped(gate):+.3f}"
                  + (f" (the bar: more than +{gate['margin']:.3f})" if "margin" in gate else ""))
     if gate.get("latency", "mean") != "mean":
         text += f" (labels and charge: the {gate['latency']} of each measurement's repeats)"
@@ -136,7 +141,7 @@ def data_spec_for(family: str, params: dict, hardware: tuple[str, ...], latency:
 def gate_refusal(gate: dict, margin: float) -> str | None:
     """Why the gate refuses to ship (None where it passes): the median over the seeds must beat
     the shipped model's score on the same rows by more than `margin`."""
-    over = gate["median"] - gate["shipped_score"]
+    over = over_shipped(gate)
     if over > margin:
         return None
     return (f"not shipped: {over:+.3f} mean network top-1 against {gate['shipped']} on the "
@@ -263,9 +268,9 @@ def main() -> None:
         print(report_table(f"shipped now, {current.model_id}", shipped_report, markdown=False))
         gate |= {"shipped": current.model_id,
                  "shipped_score": shipped_report["mean_network_top1"], "margin": args.margin}
-        over = gate["median"] - shipped_report["mean_network_top1"]
-        print(f"{args.family} over the shipped model on the same rows: {over:+.3f} mean network "
-              f"top-1 (the median over seeds {', '.join(map(str, scores))}: "
+        print(f"{args.family} over the shipped model on the same rows: "
+              f"{over_shipped(gate):+.3f} mean network top-1 (the median over seeds "
+              f"{', '.join(map(str, scores))}: "
               f"{', '.join(f'{v:.3f}' for v in scores.values())})", flush=True)
         refusal = gate_refusal(gate, args.margin)
         print(refusal or f"the gate passes: more than +{args.margin:.3f}", flush=True)

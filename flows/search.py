@@ -39,8 +39,8 @@ def search(hardware: list[str] | None = None, networks: list[str] | None = None,
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
         register_if_better: with a by_network split, register the winner only if it ranks the
             held-out networks better than every model that held any of them out too (the
-            registered ones and the shipped one), on the networks both held out; what the
-            scheduled search does.
+            registered ones and the one shipped for the rows' CPU), on the networks both held
+            out; what the scheduled search does.
     """
     spec = validate_search(db, hardware, networks, split, holdout, families, trials,
                            time_budget_s, metric, multi_objective, seed, max_epochs, study,

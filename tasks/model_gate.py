@@ -2,14 +2,15 @@
 
 The scheduled search retrains on whatever the store has gathered since the last run. A new
 model is registered only if its mean network-level top-1 beats every rival's on the networks
-both held out of training: the registered models with a by_network split, and the shipped
-model for this CPU. Each is scored now, on the same rows as the new model. A network one of
-them trained on would flatter it, so a rival is compared on the networks the two share as
-held out (a new model that holds out more networks than the shipped one is still compared, on
-the shipped one's: holding out more must not let it skip the gate, as tasks/shipped.py's
-`shipped_to_beat` rules for bench/ship_model.py), and one that shares none is no rival. Nor is
-one whose artifact is gone. The bar is one split and a strict win; bench/ship_model.py, which
-writes into the repository, asks more (several seeds and a margin).
+both held out of training: the registered models with a by_network split, and the model
+shipped for the target (kind and CPU architecture) of the profiles whose rows train it. Each
+is scored now, on the same rows as the new model. A network one of them trained on would
+flatter it, so a rival is compared on the networks the two share as held out (a new model
+that holds out more networks than the shipped one is still compared, on the shipped one's:
+holding out more must not let it skip the gate, as tasks/shipped.py's `shipped_to_beat` rules
+for bench/ship_model.py), and one that shares none is no rival. Nor is one whose artifact is
+gone. The bar is one split and a strict win; bench/ship_model.py, which writes into the
+repository, asks more (several seeds and a margin).
 """
 
 from __future__ import annotations
@@ -29,22 +30,24 @@ class Rival:
     networks: tuple[str, ...]  # those it held out too, in the new model's order: compared on these
 
 
-def rivals(db: str, holdout: tuple[str, ...]) -> dict[str, Rival]:
-    """model id -> the rival it is, for every model that kept one or more of `holdout` out of
-    its training (a by_network split) and whose artifact is still there."""
+def rivals(db: str, holdout: tuple[str, ...], profiles: tuple[str, ...]) -> dict[str, Rival]:
+    """model id -> the rival it is, for every registered model and the model shipped for the
+    target of `profiles` (those whose rows train the new model) that kept one or more of
+    `holdout` out of its training (a by_network split) and whose artifact is still there."""
     from storage import queries
     from storage.store import Store
-    from tasks.shipped import shipped_models
+    from tasks.shipped import both_held_out, shipped_for_target
 
     with Store(db, read_only=True) as store:
         rows = queries.model_splits(store)
+        targets = {queries.stored_target(store, p) for p in profiles} - {None}
     candidates = [(mid, path, json.loads(split or "{}")) for mid, path, split in rows]
+    shipped = {m.model_id: m for m in (shipped_for_target(*t) for t in sorted(targets)) if m}
     candidates += [(m.model_id, str(m.path), m.lineage.get("split") or {})
-                   for m in shipped_models()]
+                   for m in shipped.values()]
     out: dict[str, Rival] = {}
     for model_id, path, split in candidates:
-        held = set(split.get("holdout") or ()) if split.get("kind") == "by_network" else set()
-        shared = tuple(n for n in holdout if n in held)
+        shared = both_held_out(holdout, split)
         if shared and (Path(path) / META_FILE).is_file():
             out[model_id] = Rival(path, shared)
     return out
@@ -79,20 +82,21 @@ def gate(db: str, model: Any, test: Dataset, holdout: tuple[str, ...]) -> dict[s
     from models.evaluate import network_report
     from models.registry import load_model
 
-    mine = network_report(model, test, holdout)["mean_network_top1"]
+    mine = {holdout: network_report(model, test, holdout)["mean_network_top1"]}
     scores: dict[str, dict[str, Any]] = {}
-    for model_id, rival in rivals(db, holdout).items():
+    for model_id, rival in rivals(db, holdout, test.hardware_names).items():
         loaded = load_model(rival.path)
         if loaded.takes_traces and test.trace is None:
             test = with_traces(db, test)  # the same rows, with what this rival reads too
         if loaded.takes_asm and test.asm is None:
             test = with_stored_asm(db, test)
-        there = (mine if len(rival.networks) == len(holdout)
-                 else network_report(model, test, rival.networks)["mean_network_top1"])
-        scores[model_id] = {"networks": list(rival.networks), "mine": there,
+        if rival.networks not in mine:  # rivals sharing these networks share this score
+            mine[rival.networks] = network_report(model, test, rival.networks)[
+                "mean_network_top1"]
+        scores[model_id] = {"networks": list(rival.networks), "mine": mine[rival.networks],
                             "theirs": network_report(loaded, test, rival.networks)
                             ["mean_network_top1"]}
     best = (max(scores, key=lambda m: scores[m]["theirs"] - scores[m]["mine"])
             if scores else None)
-    return {"mean_network_top1": mine, "rivals": scores, "best_rival": best,
+    return {"mean_network_top1": mine[holdout], "rivals": scores, "best_rival": best,
             "wins": all(s["mine"] > s["theirs"] for s in scores.values())}

@@ -65,6 +65,14 @@ def shipped_models(folder: Path = SHIPPED_DIR) -> tuple[ShippedModel, ...]:
     return tuple(sorted(found, key=lambda m: m.model_id.rsplit("-", 1)[-1], reverse=True))
 
 
+def both_held_out(holdout: tuple[str, ...], split: dict[str, Any]) -> tuple[str, ...]:
+    """The networks of `holdout` that a model trained on `split` (its lineage's split) kept out
+    too, in `holdout`'s order; none unless that split was by_network. Only these compare two
+    models fairly: on any other network one of them trained, which would flatter it."""
+    held = set(split.get("holdout") or ()) if split.get("kind") == "by_network" else set()
+    return tuple(n for n in holdout if n in held)
+
+
 def shipped_to_beat(target_kind: str, arch: str, holdout: tuple[str, ...],
                     folder: Path = SHIPPED_DIR
                     ) -> tuple[ShippedModel | None, tuple[str, ...], str]:
@@ -76,8 +84,9 @@ def shipped_to_beat(target_kind: str, arch: str, holdout: tuple[str, ...],
     current = shipped_for_target(target_kind, arch, folder)
     if current is None:
         return None, (), f"no model shipped for {target_kind}, {arch}"
-    held = set((current.lineage.get("split") or {}).get("holdout") or ())
-    common = tuple(n for n in holdout if n in held)
+    split = current.lineage.get("split") or {}
+    held = set(split.get("holdout") or ())
+    common = both_held_out(holdout, split)
     if not common:
         return None, (), (f"{current.model_id} held out {', '.join(sorted(held)) or 'nothing'}, "
                           f"none of {', '.join(holdout)}: not compared")

@@ -3,6 +3,9 @@ trains on its own by_network split and is scored on the same held-out rows, and 
 would test other rows, or bad seed lists, are refused in one line; the median must beat the
 shipped model by more than a margin; the rows carry what either model reads."""
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -131,10 +134,6 @@ def test_trace_features_load_when_the_shipped_model_reads_them():
 
 
 def test_a_negative_margin_is_refused_before_any_data_loads():
-    import subprocess
-    import sys
-    from pathlib import Path
-
     script = Path(__file__).resolve().parents[1] / "bench" / "ship_model.py"
     out = subprocess.run([sys.executable, str(script), "--margin", "-0.1", "--dry-run"],
                          capture_output=True, text=True, timeout=120)

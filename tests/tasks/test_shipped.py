@@ -134,11 +134,14 @@ def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_b
     shutil.copy(seed_store, db)
     shipped = shipped_models()[0]
     held = tuple(shipped.lineage["split"]["holdout"])
-    assert rivals(db, held)[shipped.model_id].networks == held
+    profiles = tuple(shipped.lineage["data_spec"]["hardware"])
+    assert rivals(db, held, profiles)[shipped.model_id].networks == held
     # holding out more than the shipped model did does not skip it: compared on its networks
     # (it trained on tiny_cnn, which would flatter it); one that shares none is no rival
-    assert rivals(db, ("tiny_cnn", *held))[shipped.model_id].networks == held
-    assert shipped.model_id not in rivals(db, ("tiny_cnn",))
+    assert rivals(db, ("tiny_cnn", *held), profiles)[shipped.model_id].networks == held
+    assert shipped.model_id not in rivals(db, ("tiny_cnn",), profiles)
+    # a model shipped for another target is no rival of one trained on rows it never ranked
+    assert shipped.model_id not in rivals(db, held, ("a-profile-the-store-lacks",))
     split = {"kind": "by_network", "seed": 0, "holdout": list(held)}
     data = {"hardware": shipped.lineage["data_spec"]["hardware"], "traces": True}
     lines: list[str] = []
@@ -252,7 +255,7 @@ def test_the_newest_shipped_model_is_told_by_its_stamp_not_its_family(tmp_path):
 def _ship(folder: Path, model_id: str, holdout: list[str], arch: str = "x86_64") -> None:
     (folder / model_id).mkdir(parents=True)
     lineage = {"shipped": True, "arch": arch, "target_kind": "llvm",
-               "split": {"holdout": holdout}}
+               "split": {"kind": "by_network", "holdout": holdout}}
     (folder / model_id / "model.json").write_text(json.dumps({"kind": "lgbm",
                                                               "lineage": lineage}))
 
