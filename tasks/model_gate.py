@@ -22,6 +22,7 @@ from typing import Any
 
 from models.base import META_FILE
 from models.dataset import Dataset, with_stored_asm
+from tasks.shipped import SHIPPED_DIR, both_held_out, shipped_for_target
 
 
 @dataclass(frozen=True)
@@ -30,19 +31,21 @@ class Rival:
     networks: tuple[str, ...]  # those it held out too, in the new model's order: compared on these
 
 
-def rivals(db: str, holdout: tuple[str, ...], profiles: tuple[str, ...]) -> dict[str, Rival]:
-    """model id -> the rival it is, for every registered model and the model shipped for the
-    target of `profiles` (those whose rows train the new model) that kept one or more of
-    `holdout` out of its training (a by_network split) and whose artifact is still there."""
+def rivals(db: str, holdout: tuple[str, ...], profiles: tuple[str, ...],
+           shipped_folder: Path = SHIPPED_DIR) -> dict[str, Rival]:
+    """model id -> the rival it is, for every registered model and the model shipped (in
+    `shipped_folder`) for the target of `profiles` (those whose rows train the new model) that
+    kept one or more of `holdout` out of its training (a by_network split) and whose artifact
+    is still there."""
     from storage import queries
     from storage.store import Store
-    from tasks.shipped import both_held_out, shipped_for_target
 
     with Store(db, read_only=True) as store:
         rows = queries.model_splits(store)
         targets = {queries.stored_target(store, p) for p in profiles} - {None}
     candidates = [(mid, path, json.loads(split or "{}")) for mid, path, split in rows]
-    shipped = {m.model_id: m for m in (shipped_for_target(*t) for t in sorted(targets)) if m}
+    shipped = {m.model_id: m for m in (shipped_for_target(*t, shipped_folder)
+                                       for t in sorted(targets)) if m}
     candidates += [(m.model_id, str(m.path), m.lineage.get("split") or {})
                    for m in shipped.values()]
     out: dict[str, Rival] = {}

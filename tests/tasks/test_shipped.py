@@ -164,6 +164,35 @@ def test_the_gate_registers_a_retrained_model_only_if_it_ranks_unseen_networks_b
     assert plain["model_id"] is not None
 
 
+def test_the_shipped_rival_is_the_model_shipped_for_the_target_of_the_rows(seed_store,
+                                                                             tmp_path):
+    """A store holding an aarch64 profile beside the seed's x86 ones, and a shipped folder
+    with a model for each: a model trained on the aarch64 rows meets the aarch64 model as its
+    shipped rival, one trained on the x86 rows the x86 model, one trained on both meets both."""
+    from storage.store import Store
+    from tasks.model_gate import rivals
+
+    shipped = shipped_models()[0]
+    folder = tmp_path / "shipped"
+    x86 = folder / shipped.model_id
+    arm = folder / shipped.model_id.replace(shipped.arch, "aarch64")
+    for copy, arch in ((x86, shipped.arch), (arm, "aarch64")):
+        shutil.copytree(shipped.path, copy)
+        meta = json.loads((copy / "model.json").read_text())
+        meta["lineage"]["arch"] = arch
+        (copy / "model.json").write_text(json.dumps(meta))
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    arm_profile = replace(resolve_profile("local-1t"), name="an-aarch64-board-1t", arch="aarch64")
+    with Store(db) as store:
+        store.upsert_hardware(arm_profile.as_row())
+    held = tuple(shipped.lineage["split"]["holdout"])
+    x86_rows = tuple(shipped.lineage["data_spec"]["hardware"])
+    assert set(rivals(db, held, (arm_profile.name,), folder)) == {arm.name}
+    assert set(rivals(db, held, x86_rows, folder)) == {x86.name}
+    assert set(rivals(db, held, (*x86_rows, arm_profile.name), folder)) == {x86.name, arm.name}
+
+
 @x86_only
 def test_pretrain_with_a_holdout_is_gated_the_same_way(seed_store, tmp_path):
     from storage.store import Store
