@@ -21,7 +21,7 @@ from tasks.shipped import (
     shipped_for,
     shipped_models,
 )
-from tests.conftest import SMALL_SEED_PROFILE
+from tests.conftest import SEED_PROFILE, SMALL_SEED_PROFILE
 
 x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                               reason="the shipped model is for x86_64 CPUs; this is "
@@ -172,25 +172,19 @@ def test_the_shipped_rival_is_the_model_shipped_for_the_target_of_the_rows(seed_
     from storage.store import Store
     from tasks.model_gate import rivals
 
-    shipped = shipped_models()[0]
     folder = tmp_path / "shipped"
-    x86 = folder / shipped.model_id
-    arm = folder / shipped.model_id.replace(shipped.arch, "aarch64")
-    for copy, arch in ((x86, shipped.arch), (arm, "aarch64")):
-        shutil.copytree(shipped.path, copy)
-        meta = json.loads((copy / "model.json").read_text())
-        meta["lineage"]["arch"] = arch
-        (copy / "model.json").write_text(json.dumps(meta))
+    x86, arm = "shipped-lgbm-llvm-x86_64-20261101T0000", "shipped-lgbm-llvm-aarch64-20261101T0000"
+    _ship(folder, x86, ["resnet50"])
+    _ship(folder, arm, ["resnet50"], arch="aarch64")
     db = str(tmp_path / "store.duckdb")
     shutil.copy(seed_store, db)
     arm_profile = replace(resolve_profile("local-1t"), name="an-aarch64-board-1t", arch="aarch64")
     with Store(db) as store:
         store.upsert_hardware(arm_profile.as_row())
-    held = tuple(shipped.lineage["split"]["holdout"])
-    x86_rows = tuple(shipped.lineage["data_spec"]["hardware"])
-    assert set(rivals(db, held, (arm_profile.name,), folder)) == {arm.name}
-    assert set(rivals(db, held, x86_rows, folder)) == {x86.name}
-    assert set(rivals(db, held, (*x86_rows, arm_profile.name), folder)) == {x86.name, arm.name}
+    held, x86_rows = ("resnet50",), (SEED_PROFILE,)  # a seed profile: x86_64 rows
+    assert set(rivals(db, held, (arm_profile.name,), folder)) == {arm}
+    assert set(rivals(db, held, x86_rows, folder)) == {x86}
+    assert set(rivals(db, held, (*x86_rows, arm_profile.name), folder)) == {x86, arm}
 
 
 @x86_only
