@@ -23,6 +23,11 @@ bench/pooled_baselines.py does for one network. A row gives:
   - the tuned networks' end-to-end milliseconds (the median over cells; a cell timed twice
     counts the mean of its two timings) and PyTorch eager's at the same thread count (the median
     of every cell's reading, since one reading moves with the host), and their ratio.
+With --instant the table is instant mode's instead (issue 15's third target: within 1.3x of
+the full search's latency, in at most 5 minutes): per CPU and network, the instant cells
+(`instant-share` on the graph of the default learned search there, or the one graph the instant
+cells tuned where no search is in the folders), their search and wall seconds, their tuned
+milliseconds against the median of the learned search's cells and against PyTorch's readings.
 Pass the folders whose protocol you want to compare (the docs name them); the rows say nothing
 about cells they do not read. Reads only the cells' and the re-timings' JSON.
 """
@@ -40,7 +45,13 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._data import ratio_spread, spread  # noqa: E402
-from bench.pooled_baselines import DEFAULT_SEARCHES, default_variant, pooled_rows, variants_in  # noqa: E402
+from bench.pooled_baselines import (  # noqa: E402
+    DEFAULT_SEARCH,
+    DEFAULT_SEARCHES,
+    default_variant,
+    pooled_rows,
+    variants_in,
+)
 from bench.tuning_matrix import baseline_of, both_timings_ms, curve_speedup  # noqa: E402
 from storage.reports import format_table, markdown_table  # noqa: E402
 
@@ -49,6 +60,11 @@ HEADER = ["CPU profile", "network", "folders", "learned cells / XGB runs",
           "at the target or more", "along XGB's curve (own seed)",
           "re-timed own seed (of re-timings)", "tuned ms learned / XGB", "PyTorch ms",
           "learned vs PyTorch (x faster)"]
+INSTANT = "instant-share"
+INSTANT_HEADER = ["CPU profile", "network", "instant cells", "search s", "wall s",
+                  "tuned ms instant", "tuned ms learned search (cells)",
+                  "instant / learned search", "within the target", "PyTorch ms",
+                  "instant vs PyTorch (x faster)"]
 
 
 def folder_cells(folder: Path) -> list[dict[str, Any]]:
@@ -154,8 +170,54 @@ def along_curve(reports: list[list[dict[str, Any]]], variant: str,
     return out
 
 
+def instant_variant(reports: list[list[dict[str, Any]]]) -> tuple[str, str | None] | None:
+    """(the instant variant, the default learned search on its graph or None) of a group; None
+    where it has no instant cells; a one-line error where the instant cells tuned several graphs
+    and no learned search says which to read."""
+    present = variants_in(reports)
+    instant = sorted(v for v in present if v == INSTANT or v.startswith(f"{INSTANT}-"))
+    if present & DEFAULT_SEARCHES:
+        search = default_variant(reports)
+        wanted = INSTANT + search[len(DEFAULT_SEARCH):]
+        return (wanted, search) if wanted in instant else None
+    if len(instant) > 1:
+        raise SystemExit(f"instant cells on more than one graph ({', '.join(instant)}) and no "
+                         "learned search beside them: pass those folders apart")
+    return (instant[0], None) if instant else None
+
+
+def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]],
+                within: float) -> tuple | None:
+    """Instant mode's row of one group (the module's docstring); None where it has none."""
+    found = instant_variant(reports)
+    if found is None:
+        return None
+    variant, search = found
+    cells = [c for group in reports for c in group]
+    instant = [c for c in cells if c["variant"] == variant and c.get("tuned_ms") is not None]
+    if not instant:
+        return None
+    learned = [c for c in cells if c["variant"] == search]
+    instant_ms = [tuned_ms(c) for c in instant]
+    learned_ms = median_of([tuned_ms(c) for c in learned])
+    torch_ms = median_of([c.get("torch_ms") for c in instant + learned])
+    over = [] if learned_ms is None else [ms / learned_ms for ms in instant_ms]
+    return (hardware, network, len(instant), spread([c["search_s"] for c in instant], 0),
+            spread([c["wall_s"] for c in instant], 0), spread(instant_ms),
+            f"{fmt(learned_ms)} ({len(learned)})", spread(over),
+            f"{sum(r <= within for r in over)} of {len(over)} at {within:g}x or less"
+            if over else "-", fmt(torch_ms),
+            "-" if torch_ms is None else f"{torch_ms / statistics.median(instant_ms):.2f}")
+
+
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def instant_rows(folders: list[Path], within: float) -> list[tuple]:
+    rows = [instant_row(hardware, network, reports, within)
+            for (hardware, network), reports in grouped(folders).items()]
+    return sorted((r for r in rows if r is not None), key=lambda r: (r[1], r[0]))
 
 
 def standing_rows(folders: list[Path], target: float) -> list[tuple]:
@@ -170,13 +232,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folders", nargs="+", help="tuning-matrix report folders")
     parser.add_argument("--target", type=float, default=5.0,
                         help="count the speedups at this or more (issue 15's target: 5)")
+    parser.add_argument("--instant", action="store_true",
+                        help="instant mode's table instead: its tuned latency against the full "
+                             "search's and PyTorch's")
+    parser.add_argument("--within", type=float, default=1.3,
+                        help="with --instant, count the cells within this factor of the learned "
+                             "search's latency (issue 15's target: 1.3)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
+    show = markdown_table if args.markdown else format_table
+    if args.instant:
+        rows = instant_rows([Path(f) for f in args.folders], args.within)
+        if not rows:
+            raise SystemExit("none of these folders holds instant cells (instant-share[-GRAPH]) "
+                             "with a tuned network")
+        print(show(INSTANT_HEADER, rows))
+        return
     rows = standing_rows([Path(f) for f in args.folders], args.target)
     if not rows:
         raise SystemExit("none of these folders holds the default learned search "
                          "(warm-focus-pop4-w128-online[-GRAPH]) beside an XGB baseline")
-    print((markdown_table if args.markdown else format_table)(HEADER, rows))
+    print(show(HEADER, rows))
 
 
 if __name__ == "__main__":

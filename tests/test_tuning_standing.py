@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bench.tuning_matrix import curve_speedup
-from bench.tuning_standing import main, standing_rows
+from bench.tuning_standing import instant_rows, main, standing_rows
 
 LEARNED = "warm-focus-pop4-w128-online-nchw16c"
 XGB = "ms-xgb-nchw16c"
@@ -109,3 +109,37 @@ def test_the_speedup_along_the_curve_asks_at_every_improvement_within_the_budget
     cell = {"curve": [[10, 50.0, 8.0], [30, 150.0, 6.0]]}
     assert curve_speedup(cell, base) == 2.0
     assert curve_speedup(cell, {"curve": [], "trials_budget": 100}) is None
+
+
+def test_instant_rows_read_the_search_graphs_instant_cells_against_its_latency(tmp_path, capsys):
+    def instant(seed, tuned, torch, search_s, wall_s, variant="instant-share-nchw16c", **kw):
+        return {**cell(variant, seed, [], tuned=tuned, torch=torch, **kw),
+                "search_s": search_s, "wall_s": wall_s}
+
+    one = write(tmp_path / "one", [
+        cell(XGB, 0, [[100, 400.0, 4.0]], tuned=13.0, torch=25.0),
+        cell(LEARNED, 0, [[10, 100.0, 4.0]], tuned=10.0, torch=20.0),
+        cell(LEARNED, 1, [[10, 100.0, 4.0]], tuned=12.0, torch=30.0),
+        instant(0, 11.0, 40.0, 300.0, 400.0),
+        instant(1, 16.5, 50.0, 250.0, 350.0),
+        # another graph's instant cell is not the search's: left out
+        instant(2, 99.0, 1.0, 1.0, 1.0, variant="instant-share-nchw8c"),
+        # a CPU with instant cells and no search beside them
+        instant(0, 20.0, 30.0, 290.0, 310.0, hardware="cpu-b-1t")])
+    a, b = instant_rows([one], within=1.3)
+    # learned median 11 ms; instant 11 and 16.5 -> 1.00x and 1.50x of it, one within 1.3x;
+    # PyTorch the median of the instant and learned cells' readings (20, 30, 40, 50) = 35, over
+    # instant's median 13.75 ms = 2.55x; XGB's reading is not the row's
+    assert a == ("cpu-a-1t", "net", 2, "275 (250-300)", "375 (350-400)", "13.75 (11.00-16.50)",
+                 "11.00 (2)", "1.25 (1.00-1.50)", "1 of 2 at 1.3x or less", "35.00", "2.55")
+    assert b == ("cpu-b-1t", "net", 1, "290", "310", "20.00", "- (0)", "-", "-", "30.00", "1.50")
+    main(["--instant", "--markdown", str(one)])
+    assert "| cpu-a-1t | net | 2 | 275 (250-300) |" in capsys.readouterr().out
+    two = write(tmp_path / "two", [instant(0, 1.0, 1.0, 1.0, 1.0),
+                                   instant(0, 1.0, 1.0, 1.0, 1.0, variant="instant-share-nchw8c")])
+    with pytest.raises(SystemExit, match="instant cells on more than one graph"):
+        main(["--instant", str(two)])
+    none = write(tmp_path / "none", [cell(XGB, 0, [[100, 400.0, 4.0]]),
+                                     cell(LEARNED, 0, [[10, 100.0, 4.0]])])
+    with pytest.raises(SystemExit, match="none of these folders holds instant cells"):
+        main(["--instant", str(none)])
