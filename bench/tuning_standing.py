@@ -27,7 +27,9 @@ With --instant the table is instant mode's instead (issue 15's third target: wit
 the full search's latency, in at most 5 minutes): per CPU and network, the instant cells
 (`instant-share` on the graph of the default learned search there, or the one graph the instant
 cells tuned where no search is in the folders), their search and wall seconds, their tuned
-milliseconds against the median of the learned search's cells and against PyTorch's readings.
+milliseconds against the median of the learned search's cells (as read, and with each side over
+its own cells' PyTorch readings, which takes out the host's drift between cells that ran hours
+or sessions apart) and against the PyTorch reading of their own cell.
 Pass the folders whose protocol you want to compare (the docs name them); the rows say nothing
 about cells they do not read. Reads only the cells' and the re-timings' JSON.
 """
@@ -64,8 +66,8 @@ INSTANT = "instant-share"
 INSTANT_HEADER = ["CPU profile", "network", "instant cells", "search s", "wall s",
                   "tuned ms instant", "tuned ms learned search (cells)",
                   "instant / learned search", "the same, each over its cell's PyTorch",
-                  "within the target (as read / over PyTorch)", "PyTorch ms",
-                  "instant vs PyTorch (x faster)"]
+                  "within the target (as read / over PyTorch)", "PyTorch ms (instant cells)",
+                  "instant vs its cell's PyTorch (x faster)"]
 
 
 def folder_cells(folder: Path) -> list[dict[str, Any]]:
@@ -201,7 +203,7 @@ def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]]
     learned = [c for c in cells if c["variant"] == search]
     instant_ms = [tuned_ms(c) for c in instant]
     learned_ms = median_of([tuned_ms(c) for c in learned])
-    torch_ms = median_of([c.get("torch_ms") for c in instant + learned])
+    torch_ms = median_of([c.get("torch_ms") for c in instant])
     over = [] if learned_ms is None else [ms / learned_ms for ms in instant_ms]
     # a host's speed drifts up to 1.7x within hours and the cells ran hours apart: each cell's
     # own PyTorch reading, taken minutes from its tuned network, takes the drift out
@@ -217,7 +219,7 @@ def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]]
             spread([c["wall_s"] for c in instant], 0), spread(instant_ms),
             f"{fmt(learned_ms)} ({len(learned)})", spread(over), spread(over_torch),
             within_count, fmt(torch_ms),
-            "-" if torch_ms is None else f"{torch_ms / statistics.median(instant_ms):.2f}")
+            spread([c["torch_ms"] / tuned_ms(c) for c in instant if c.get("torch_ms")]))
 
 
 def fmt(value: float | None) -> str:

@@ -129,12 +129,12 @@ def test_instant_rows_read_the_search_graphs_instant_cells_against_its_latency(t
     a, b = instant_rows([one], within=1.3)
     # learned median 11 ms; instant 11 and 16.5 -> 1.00x and 1.50x of it, one within 1.3x.
     # Over each cell's PyTorch: learned 10/20 and 12/30 -> a median share of 0.45; instant
-    # 11/40 = 0.275 and 16.5/50 = 0.33 -> 0.61x and 0.73x of it, both within 1.3x. PyTorch the
-    # median of the instant and learned cells' readings (20, 30, 40, 50) = 35, over instant's
-    # median 13.75 ms = 2.55x; XGB's reading is not the row's
+    # 11/40 = 0.275 and 16.5/50 = 0.33 -> 0.61x and 0.73x of it, both within 1.3x. PyTorch: the
+    # instant cells' readings, 40 and 50 -> 45 ms; each over its own cell's tuned network,
+    # 40/11 = 3.64x and 50/16.5 = 3.03x -> 3.33x
     assert a == ("cpu-a-1t", "net", 2, "275 (250-300)", "375 (350-400)", "13.75 (11.00-16.50)",
                  "11.00 (2)", "1.25 (1.00-1.50)", "0.67 (0.61-0.73)",
-                 "1 / 2 of 2 at 1.3x or less", "35.00", "2.55")
+                 "1 / 2 of 2 at 1.3x or less", "45.00", "3.33 (3.03-3.64)")
     assert b == ("cpu-b-1t", "net", 1, "290", "310", "20.00", "- (0)", "-", "-", "-", "30.00",
                  "1.50")
     main(["--instant", "--markdown", str(one)])
