@@ -135,10 +135,14 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--seeds: {args.seeds!r} is not comma-separated integers (e.g. 0,1)")
     shapes = parse_shapes(args.shapes, args.block)
 
+    from core.errors import TenforgeError
     from tasks.hardware import check_runnable_here, resolve_profile
 
-    profile = resolve_profile(args.hardware)
-    check_runnable_here(profile)
+    try:  # an unknown profile, or one this machine cannot run: its one line, not a traceback
+        profile = resolve_profile(args.hardware)
+        check_runnable_here(profile)
+    except TenforgeError as exc:
+        raise SystemExit(f"--hardware: {exc}") from None
     work = Path(args.work or tempfile.mkdtemp(prefix="packed-dense-"))
     print(f"{profile.name}: M={args.rows}, block {args.block}, {args.trials} trials a variant, "
           f"round-robin with MetaSchedule's XGB; databases in {work}")

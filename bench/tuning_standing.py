@@ -252,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
                              "search's latency (issue 15's target: 1.3)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
+    if args.within <= 0:
+        parser.error(f"--within must be a factor above 0 (1.3: within 1.3x), not {args.within:g}")
     show = markdown_table if args.markdown else format_table
     if args.instant:
         rows = instant_rows([Path(f) for f in args.folders], args.within)

@@ -44,6 +44,8 @@ def test_bad_shapes_and_arguments_get_one_line_each():
     for bad in (["--trials", "0"], ["--seeds", "a,b"], ["--shapes", "8x9"]):
         with pytest.raises(SystemExit):
             main(bad)
+    with pytest.raises(SystemExit, match="--hardware: unknown hardware profile 'no-such-cpu'"):
+        main(["--hardware", "no-such-cpu"])
 
 
 @pytest.mark.slow

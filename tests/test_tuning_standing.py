@@ -147,3 +147,6 @@ def test_instant_rows_read_the_search_graphs_instant_cells_against_its_latency(t
                                      cell(LEARNED, 0, [[10, 100.0, 4.0]])])
     with pytest.raises(SystemExit, match="none of these folders holds instant cells"):
         main(["--instant", str(none)])
+    with pytest.raises(SystemExit):
+        main(["--instant", "--within", "0", str(one)])
+    assert "--within must be a factor above 0" in capsys.readouterr().err
