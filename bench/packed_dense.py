@@ -7,12 +7,15 @@ tuned BERT there runs level with PyTorch (0.99x). The graph gives MetaSchedule t
 W[K, N] (its transpose folded into the weights at load): each step along K jumps a whole row of
 N floats (12 KiB at N = 3072), a new page for every row of a tile. A vendor BLAS packs the
 weight so a tile is contiguous. This asks whether the same packing lets MetaSchedule's schedules
-go faster, for each shape and seed tuning three TE matmuls of the same x[M, K] in one run:
+go faster, for each shape and seed tuning four TE matmuls of the same x[M, K] in one run:
 
   plain       y[M, N]       = x[M, K] @ W[K, N]                      (what the graph has now)
   packed      y[M, N]       from W packed as (N/b, K, b)             (each tile contiguous)
   packed-out  y[N/b, M, b]  from the packed W, the output blocked too (what a blocked graph
                                                                         would carry between layers)
+  packed-out-back  y[M, N]  packed-out's blocks written back to (M, N) in the same function (what
+                            a graph gets where the next operator wants the plain layout: the
+                            layout transform fused into the matmul's epilogue)
 
 Round-robin, MetaSchedule's XGB, tenforge's measurement workers: each variant gets the same
 trials at the same hours, so their ratio does not carry the host's drift between runs. It
@@ -39,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("plain", "packed", "packed-out")
+VARIANTS = ("plain", "packed", "packed-out", "packed-out-back")
 
 
 def matmul(variant: str, rows: int, k: int, n: int, block: int) -> Any:
@@ -55,10 +58,14 @@ def matmul(variant: str, rows: int, k: int, n: int, block: int) -> Any:
         w = te.placeholder((n // block, k, block), name="w")
         y = te.compute((rows, n), lambda i, j: te.sum(x[i, r] * w[j // block, r, j % block],
                                                       axis=r), name="matmul")
-    elif variant == "packed-out":
+    elif variant in ("packed-out", "packed-out-back"):
         w = te.placeholder((n // block, k, block), name="w")
         y = te.compute((n // block, rows, block),
                        lambda jo, i, ji: te.sum(x[i, r] * w[jo, r, ji], axis=r), name="matmul")
+        if variant == "packed-out-back":  # back to (M, N) in the same function: an epilogue
+            blocked = y
+            y = te.compute((rows, n), lambda i, j: blocked[j // block, i, j % block],
+                           name="unblock")
     else:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     return te.create_prim_func([x, w, y])

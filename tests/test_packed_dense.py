@@ -1,5 +1,5 @@
-"""bench/packed_dense.py: its three matmuls compute the same product, its arguments fail in one
-line, and a tiny real run tunes all three side by side."""
+"""bench/packed_dense.py: its matmuls compute the same product, its arguments fail in one
+line, and a tiny real run tunes them all side by side."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import pytest
 from bench.packed_dense import VARIANTS, main, matmul, parse_shapes
 
 
-def test_the_three_layouts_compute_the_same_product():
+def test_the_layouts_compute_the_same_product():
     from core.tvm_env import load_tvm
 
     tvm = load_tvm("llvm")
@@ -49,7 +49,7 @@ def test_bad_shapes_and_arguments_get_one_line_each():
 
 
 @pytest.mark.slow
-def test_a_tiny_shape_is_tuned_in_all_three_layouts_side_by_side(tmp_path, capsys):
+def test_a_tiny_shape_is_tuned_in_every_layout_side_by_side(tmp_path, capsys):
     main(["--shapes", "32x32", "--rows", "8", "--trials", "4", "--work", str(tmp_path)])
     out = capsys.readouterr().out
     for variant in VARIANTS:
