@@ -163,18 +163,18 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{k}x{n} seed {seed} ({time.monotonic() - started:.0f} s):")
             for variant in VARIANTS:
                 if variant not in best:
-                    print(f"  {variant:10s}  no valid run")
+                    print(f"  {variant:15s}  no valid run")
                     continue
                 ratio = best["plain"] / best[variant] if "plain" in best else None
                 if ratio is not None:
                     speedups.setdefault((k, n, variant), []).append(ratio)
-                print(f"  {variant:10s}  {best[variant] * 1e3:8.3f} ms  "
+                print(f"  {variant:15s}  {best[variant] * 1e3:8.3f} ms  "
                       f"{flops / best[variant] / 1e9:7.1f} GFLOPS"
                       + ("" if ratio is None else f"  {ratio:.2f}x plain"))
     print("median over seeds, speedup over plain (min-max):")
     for (k, n, variant), ratios in speedups.items():
         if variant != "plain":
-            print(f"  {k}x{n} {variant:10s} {statistics.median(ratios):.2f}x "
+            print(f"  {k}x{n} {variant:15s} {statistics.median(ratios):.2f}x "
                   f"({min(ratios):.2f}-{max(ratios):.2f}) over {len(ratios)} seed(s)")
 
 
