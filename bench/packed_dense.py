@@ -32,7 +32,6 @@ M (the sequence length at batch 1). Nothing is stored; the databases stay in --w
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -90,6 +89,7 @@ def parse_shapes(text: str, block: int) -> list[tuple[int, int]]:
 def tune_side_by_side(profile: Any, rows: int, k: int, n: int, block: int, trials: int,
                       seed: int, work: Path) -> dict[str, float]:
     """{variant: its best mean run seconds} after `trials` each, tuned in one run."""
+    from core.procs import usable_cores
     from core.tvm_env import load_tvm
 
     tvm = load_tvm(profile.target)
@@ -104,7 +104,7 @@ def tune_side_by_side(profile: Any, rows: int, k: int, n: int, block: int, trial
         mod=tvm.IRModule({"main": matmul(v, rows, k, n, block).with_attr("global_symbol",
                                                                          "main")}),
         target=target, space_generator="post-order-apply", search_strategy="evolutionary",
-        task_name=v, num_threads=len(os.sched_getaffinity(0)), rand_state=seed)
+        task_name=v, num_threads=usable_cores(), rand_state=seed)
         for v in VARIANTS]
     with Measurer(profile) as measurer:
         database = ms.tune_tasks(

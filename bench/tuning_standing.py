@@ -207,10 +207,9 @@ def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]]
     over = [] if learned_ms is None else [ms / learned_ms for ms in instant_ms]
     # a host's speed drifts up to 1.7x within hours and the cells ran hours apart: each cell's
     # own PyTorch reading, taken minutes from its tuned network, takes the drift out
-    learned_share = median_of([tuned_ms(c) / c["torch_ms"] for c in learned
-                               if c.get("torch_ms") and c.get("tuned_ms") is not None])
-    over_torch = [] if learned_share is None else [
-        tuned_ms(c) / c["torch_ms"] / learned_share for c in instant if c.get("torch_ms")]
+    instant_shares = torch_shares(instant)
+    learned_share = median_of(torch_shares(learned))
+    over_torch = [] if learned_share is None else [s / learned_share for s in instant_shares]
     within_count = "-" if not over else (
         f"{sum(r <= within for r in over)} / "
         + (f"{sum(r <= within for r in over_torch)}" if over_torch else "-")
@@ -218,8 +217,13 @@ def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]]
     return (hardware, network, len(instant), spread([c["search_s"] for c in instant], 0),
             spread([c["wall_s"] for c in instant], 0), spread(instant_ms),
             f"{fmt(learned_ms)} ({len(learned)})", spread(over), spread(over_torch),
-            within_count, fmt(torch_ms),
-            spread([c["torch_ms"] / tuned_ms(c) for c in instant if c.get("torch_ms")]))
+            within_count, fmt(torch_ms), spread([1 / s for s in instant_shares]))
+
+
+def torch_shares(cells: list[dict[str, Any]]) -> list[float]:
+    """Each timed cell's tuned milliseconds over its own PyTorch reading."""
+    return [tuned_ms(c) / c["torch_ms"] for c in cells
+            if c.get("torch_ms") and c.get("tuned_ms") is not None]
 
 
 def fmt(value: float | None) -> str:
