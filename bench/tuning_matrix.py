@@ -113,6 +113,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            NCHW8c graph; run them with a --db that holds NCHW8c tasks of other networks
            (collect --graph nchw8c) and their own --work, as warm-nhwc. Their speedups are
            against ms-xgb-nchw8c
+  ms-xgb-packed16, warm-focus-pop4-w128-online-packed16, instant-share-packed16 (and -packed8)
+           those variants on the packed graph: nchw16c (nchw8c), and each linear layer's weight
+           packed in blocks of 16 (8) columns, its output computed in blocks
+           (tasks/blocked_matmul.py); speedups against ms-xgb-packed16 (-packed8)
 Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
 folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
@@ -219,8 +223,12 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-w128-online-spread-nchw16c",
             "warm-focus-pop4-w128-online-xfer", "warm-focus-pop4-w128-online-xfer-nchw8c",
             "warm-focus-pop4-w128-online-xfer-nchw16c",
+            "ms-xgb-packed8", "ms-xgb-packed16", "warm-focus-pop4-w128-online-packed8",
+            "warm-focus-pop4-w128-online-packed16", "instant-share-packed8",
+            "instant-share-packed16",
             )  # appended: the report's order and plot colours stay
-LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c")  # VARIANT-GRAPH tunes the graph GRAPH
+# VARIANT-GRAPH tunes the graph GRAPH
+LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
 NEAR = 1.1  # the second speedup: to within 10% of the baseline's final estimate
 TORCH_PROCESSES = 3  # PyTorch is timed in this many fresh processes; a cell keeps their median
 BUSY_TIMING = 0.25  # other vCPUs busier than this while timing: the cell's ms are suspect

@@ -23,6 +23,11 @@ from core.errors import TenforgeError
 #   convolutions and ReLU6 included, a layer norm's input reduced unblocked
 #   (tasks/blocked_conv.py). A convolution whose channels the block does not divide (an RGB
 #   stem) stays NCHW.
+# - "packed8" / "packed16": nchw8c / nchw16c, and each matmul by a weight (a linear layer)
+#   with the weight packed (N/b, K, b) at load and the output computed in blocks of b columns,
+#   written back to (M, N) in the same function (tasks/blocked_matmul.py): a whole tile of
+#   the weight contiguous, as a BLAS packs it. A matmul whose columns b does not divide, or
+#   of two activations (attention), stays as it was.
 # - "fp16": folded, in mixed precision (Relax's ToMixedPrecision): convolutions and matmuls
 #   take float16 operands and sum in float16 (TVM 0.27 builds few tensor-core candidates of
 #   float32 sums cast back, tasks/workloads.py), what lies between them runs in float16.
@@ -32,21 +37,26 @@ from core.errors import TenforgeError
 # Every float32 prepared graph (all but exported and fp16) computes exp, erf and tanh, and the
 # softmax, GELU, sigmoid and SiLU made of them, with polynomial approximations LLVM vectorizes
 # instead of a C library call per element (tasks/fast_math.py; 14-24x faster a function).
-GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c", "fp16")
+GRAPHS = ("exported", "folded", "nhwc", "nchw8c", "nchw16c", "packed8", "packed16", "fp16")
 MIXED_PRECISION = "fp16"
-FAST_MATH_GRAPHS = ("folded", "nhwc", "nchw8c", "nchw16c")
+FAST_MATH_GRAPHS = ("folded", "nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
 # - "blocked" is asked for, never stored: NCHW[x]c blocked by the profile's own vector,
 #   resolve_graph makes it nchw16c on AVX-512 and nchw8c elsewhere before anything runs.
 BLOCKED = "blocked"
 CHOICES = (*GRAPHS, BLOCKED)  # what a user may ask for
 # for flow parameters (the Prefect UI's choice)
-Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c", "fp16", "blocked"]
+Graph = Literal["exported", "folded", "nhwc", "nchw8c", "nchw16c", "packed8", "packed16",
+                "fp16", "blocked"]
 CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.conv2d
     "nhwc": ["NHWC", "OHWI"],
     "nchw8c": ["NCHW8c", "OIHW8i8o"],
     "nchw16c": ["NCHW16c", "OIHW16i16o"],
+    "packed8": ["NCHW8c", "OIHW8i8o"],
+    "packed16": ["NCHW16c", "OIHW16i16o"],
 }
-BLOCKS = {"nchw8c": 8, "nchw16c": 16}  # the channel block of the blocked graphs
+# the channel block of the blocked graphs
+BLOCKS = {"nchw8c": 8, "nchw16c": 16, "packed8": 8, "packed16": 16}
+PACKED_MATMULS = ("packed8", "packed16")  # graphs whose weight matmuls are packed by BLOCKS
 
 
 def stored_network_name(name: str, graph: str) -> str:

@@ -58,8 +58,10 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             it), folded (what depends on the weights alone runs once, at load; operators
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
             nchw8c / nchw16c (folded, convolutions in NCHW with channels blocked by one
-            AVX2 / AVX-512 vector), or blocked (the one of those two that is this CPU's
-            vector), or fp16 (a GPU's: folded, in mixed precision for its tensor cores).
+            AVX2 / AVX-512 vector), packed8 / packed16 (those, and each linear layer's
+            weight packed in blocks of 8 / 16 columns, its output computed in blocks), or
+            blocked (nchw8c or nchw16c, this CPU's vector), or fp16 (a GPU's: folded, in
+            mixed precision for its tensor cores).
             Default: blocked on a CPU, exported on a GPU (core.graphs.default_graph).
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first

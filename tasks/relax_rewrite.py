@@ -8,11 +8,14 @@ from collections.abc import Collection
 from typing import Any
 
 
-def call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
+def call_rewriting_pass(op_name: str, rewrite: Any, name: str, per_function: bool = False
+                        ) -> Any:
     """A module pass that replaces each call of Relax operator `op_name`, in every Relax
-    function, by `rewrite(builder, call)` (the call itself where it does not apply). The
-    builder's `lookup_binding(var)` gives the (rewritten) call a dataflow var is bound to, so
-    a rewrite can look back at the operators that made its arguments."""
+    function, by `rewrite(builder, call)` (the call itself where it does not apply), or
+    `rewrite(builder, call, function)` with `per_function` (the function being rewritten, as
+    it was: its parameters and attributes). The builder's `lookup_binding(var)` gives the
+    (rewritten) call a dataflow var is bound to, so a rewrite can look back at the operators
+    that made its arguments."""
     import tvm
     from tvm import relax
 
@@ -23,6 +26,8 @@ def call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
         def visit_call_(self, call: Any) -> Any:
             call = super().visit_call_(call)
             if isinstance(call, relax.Call) and call.op == op:
+                if per_function:
+                    return rewrite(self.builder_, call, self.function)
                 return rewrite(self.builder_, call)
             return call
 
@@ -31,6 +36,7 @@ def call_rewriting_pass(op_name: str, rewrite: Any, name: str) -> Any:
         rewriter = _Rewriter(mod)
         for gvar, function in list(mod.functions.items()):
             if isinstance(function, relax.Function):
+                rewriter.function = function
                 rewriter.builder_.update_func(gvar, rewriter.visit_expr(function))
         return rewriter.builder_.get()
 

@@ -12,7 +12,14 @@ from functools import lru_cache
 from typing import Any
 
 from core.errors import TenforgeError
-from core.graphs import BLOCKS, CONV_LAYOUTS, FAST_MATH_GRAPHS, MIXED_PRECISION, check_graph
+from core.graphs import (
+    BLOCKS,
+    CONV_LAYOUTS,
+    FAST_MATH_GRAPHS,
+    MIXED_PRECISION,
+    PACKED_MATMULS,
+    check_graph,
+)
 from core.records import TaskInfo
 from core.tvm_env import load_tvm
 from tasks.batch_norm_fold import batch_norm_into_conv
@@ -22,6 +29,7 @@ from tasks.blocked_conv import (
     legalize_conv2d,
     reduction_before_layer_norm_unblocked,
 )
+from tasks.blocked_matmul import pack_weight_matmuls
 from tasks.fast_math import fast_math_legalizations
 from tasks.networks import build_network
 from tasks.sources import ZOO, Workload
@@ -105,6 +113,8 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         clip_as_max_min(), *blocked,
         relax.transform.ConvertLayout({"relax.nn.conv2d": CONV_LAYOUTS[graph]}),
     ] if graph in CONV_LAYOUTS else []
+    # a linear layer's weight packed in blocks of columns, its output computed in blocks
+    packed = [pack_weight_matmuls(BLOCKS[graph])] if graph in PACKED_MATMULS else []
     # float16 operands and float16 sums. With float32 sums TVM 0.27 built 24 of 200 tensor-
     # core candidates on an H200: the cast back to float16 fuses into the matmul's function,
     # and its wmma store then writes float32 fragments into a float16 buffer
@@ -122,6 +132,7 @@ def _imported(workload: Workload, batch: int, size: int | None, graph: str = "ex
         relax.transform.DecomposeOpsForInference(),
         *mixed,
         *converted,  # before LegalizeOps: it rewrites Relax operators, not TIR
+        *packed,
         # without it extract_tasks finds nothing
         relax.transform.LegalizeOps({"relax.nn.conv2d": legalize_conv2d, **fast_rules}),
     ])(mod)

@@ -240,6 +240,8 @@ def test_a_cells_graph_follows_its_variant_then_the_folded_networks():
     assert cell_graph("resnet18", "ms-xgb-nchw8c", "bert") == "nchw8c"
     assert cell_graph("resnet18", "lean-nchw16c", "bert") == "nchw16c"
     assert cell_graph("resnet18", "warm-nchw16c", "bert") == "nchw16c"
+    assert cell_graph("bert", "warm-focus-pop4-w128-online-packed16", "bert") == "packed16"
+    assert cell_graph("bert", "ms-xgb-packed8", "bert") == "packed8"
 
 
 def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there_is_one():
@@ -252,6 +254,8 @@ def test_a_graph_variant_is_measured_against_ms_xgb_on_its_own_graph_where_there
     assert baseline_of("learned-nchw8c", {"ms-xgb", "learned-nchw8c"}) == "ms-xgb"
     assert baseline_of("lean-nchw16c", {"ms-xgb-nchw16c", "lean-nchw16c"}) == "ms-xgb-nchw16c"
     assert baseline_of("learned", both) == "ms-xgb"
+    packed = {"ms-xgb-nchw16c", "ms-xgb-packed16", "instant-share-packed16"}
+    assert baseline_of("instant-share-packed16", packed) == "ms-xgb-packed16"
 
 
 def test_only_the_ms_xgb_variants_tune_without_a_learned_model():

@@ -273,9 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "gives it), folded (what depends on the weights alone runs once, at "
                         "load; operators after a convolution fuse into it), nhwc (folded, "
                         "convolutions channels-last), nchw8c / nchw16c (folded, channels "
-                        "blocked by 8 / 16: one AVX2 / AVX-512 vector), blocked (the one of "
-                        "those two that matches this profile's vector). Default: blocked on "
-                        "a CPU (1.3x faster than exported on resnet18 and mobilenet_v2 at "
+                        "blocked by 8 / 16: one AVX2 / AVX-512 vector), packed8 / packed16 "
+                        "(those, and linear layers' weights packed in blocks of columns), "
+                        "blocked (nchw8c or nchw16c, this profile's vector). Default: blocked "
+                        "on a CPU (1.3x faster than exported on resnet18 and mobilenet_v2 at "
                         "1,000 trials), exported on a GPU")
     p.add_argument("--warm-start", type=_positive, default=None, metavar="K",
                    help="before the search, measure the learned model's top K of "

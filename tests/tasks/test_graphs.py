@@ -11,6 +11,7 @@ from core.graphs import FAST_MATH_GRAPHS, GRAPHS, MIXED_PRECISION
 from tasks.sources import resolve_workload
 from tasks.workloads import exact_math, import_with_weights, split_into_tasks
 from tests.conftest import LOCAL_TARGET
+from tests.tasks.graph_helpers import run_untuned, user_network
 
 # Conv + batch norm + residual + linear: batch norm's sqrt(var + eps) and the linear layer's
 # weight transpose depend on the weights alone.
@@ -170,37 +171,6 @@ def workload(tmp_path_factory):
     return resolve_workload(f"{path}:make")
 
 
-def run_untuned(fused, weights, x):
-    from core.tvm_env import load_tvm
-
-    tvm = load_tvm(LOCAL_TARGET)
-    from tvm import relax
-    from tvm.s_tir import meta_schedule as ms
-
-    from tasks.measure.network import compile_network
-
-    executable, _ = compile_network(tvm, fused, ms.database.MemoryDatabase(),
-                                    tvm.target.Target(LOCAL_TARGET))
-    out = relax.VirtualMachine(executable, tvm.cpu())["main"](
-        tvm.runtime.tensor(x), *[tvm.runtime.tensor(w) for w in weights])
-    return (out if hasattr(out, "numpy") else out[0]).numpy()
-
-
-def user_network(tmp_path, name, code):
-    """The network that `code`'s make() builds, as a workload, with its input and PyTorch's
-    output for it."""
-    import torch
-
-    from tasks.user_models import factory_module
-
-    path = tmp_path / f"{name}.py"
-    path.write_text(code)
-    workload = resolve_workload(f"{path}:make")
-    model, (x,) = factory_module(workload)
-    with torch.no_grad():
-        return workload, x.numpy(), model(x).numpy()
-
-
 def test_every_graph_computes_what_pytorch_computes(workload):
     import torch
 
@@ -246,7 +216,8 @@ def test_folding_moves_weight_only_work_out_of_the_tasks(workload):
 
 def test_an_unknown_graph_is_refused_in_one_line(workload):
     with pytest.raises(TenforgeError, match="unknown graph preparation 'nchwc'; choose one of "
-                                            "exported, folded, nhwc, nchw8c, nchw16c, fp16"):
+                                            "exported, folded, nhwc, nchw8c, nchw16c, "
+                                            "packed8, packed16, fp16"):
         import_with_weights(workload, 1, None, "nchwc")
 
 
@@ -270,7 +241,7 @@ def test_blocked_is_one_vector_of_the_profiles_floats_and_is_resolved_before_any
         resolve_graph("blocks", "llvm", 64)
     # what is asked for is never what is prepared: collect and retune resolve it first
     with pytest.raises(TenforgeError, match="choose one of exported, folded, nhwc, nchw8c, "
-                                            "nchw16c, fp16$"):
+                                            "nchw16c, packed8, packed16, fp16$"):
         import_with_weights(workload, 1, None, "blocked")
     spec = validate_collect(db, "local-1t", ["matmul"], 4, graph="blocked")
     wide = resolve_profile("local-1t").features["vector_unit_bytes"] >= 64
