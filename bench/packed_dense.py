@@ -15,7 +15,8 @@ go faster, for each shape and seed tuning four TE matmuls of the same x[M, K] in
                                                                         would carry between layers)
   packed-out-back  y[M, N]  packed-out's blocks written back to (M, N) in the same function (what
                             a graph gets where the next operator wants the plain layout: the
-                            layout transform fused into the matmul's epilogue)
+                            layout transform fused into the matmul's epilogue); the function
+                            of the packed8 / packed16 graphs (tasks/blocked_matmul.py)
 
 Round-robin, MetaSchedule's XGB, tenforge's measurement workers: each variant gets the same
 trials at the same hours, so their ratio does not carry the host's drift between runs. It
@@ -57,14 +58,15 @@ def matmul(variant: str, rows: int, k: int, n: int, block: int) -> Any:
         w = te.placeholder((n // block, k, block), name="w")
         y = te.compute((rows, n), lambda i, j: te.sum(x[i, r] * w[j // block, r, j % block],
                                                       axis=r), name="matmul")
-    elif variant in ("packed-out", "packed-out-back"):
+    elif variant == "packed-out":
         w = te.placeholder((n // block, k, block), name="w")
         y = te.compute((n // block, rows, block),
                        lambda jo, i, ji: te.sum(x[i, r] * w[jo, r, ji], axis=r), name="matmul")
-        if variant == "packed-out-back":  # back to (M, N) in the same function: an epilogue
-            blocked = y
-            y = te.compute((rows, n), lambda i, j: blocked[j // block, i, j % block],
-                           name="unblock")
+    elif variant == "packed-out-back":  # back to (M, N) in the same function: an epilogue
+        from tasks.blocked_matmul import matmul_blocked  # what the packed graphs compute
+
+        w = te.placeholder((n // block, k, block), name="w")
+        y = matmul_blocked(x, w, "float32")
     else:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     return te.create_prim_func([x, w, y])
