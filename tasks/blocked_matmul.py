@@ -23,15 +23,17 @@ from tasks.relax_rewrite import call_rewriting_pass
 
 def pack_weight_matmuls(block: int) -> Any:
     """A Relax pass, before LegalizeOps: relax.matmul(x, w) with w of the weights alone, 2-D
-    (K, N) with `block` dividing N, and x of rank 2 or more -> pack_weight(w) then
-    matmul_blocked(x, packed). Any other matmul (two activations, as attention's) is left."""
+    (K, N) with N two or more blocks of `block` columns, and x of rank 2 or more ->
+    pack_weight(w) then matmul_blocked(x, packed). Any other matmul (two activations, as
+    attention's; a weight of one block, which is packed as it is) is left."""
     def packed(builder: Any, call: Any, function: Any) -> Any:
         data, weight = call.args
         shape = [int(d) for d in weight.ty.shape] if _static(weight) else []
         if (len(shape) != 2 or shape[1] % block or shape[1] <= block or not _static(data)
                 or len(data.ty.shape) < 2 or not _of_weights(builder, weight, function)):
             return call
-        out_dtype = call.attrs.out_dtype if str(call.attrs.out_dtype) else data.ty.dtype
+        # None where the matmul was built without one: the operands' dtype
+        out_dtype = call.attrs.out_dtype if call.attrs.out_dtype is not None else data.ty.dtype
         weight_packed = builder.emit_te(pack_weight, weight, block,
                                         primfunc_name_hint="pack_weight")
         return builder.call_te(matmul_blocked, data, weight_packed, str(out_dtype),

@@ -74,3 +74,29 @@ def test_the_blocked_matmul_keeps_its_bias_add_and_the_activations_matmul_stays(
     assert sum("matmul" in n and "blocked" not in n for n in names) == 2, names
     # the packing ran once at load: no inference repacks a weight
     assert not any("pack_weight" in n for n in names), names
+
+
+def test_a_matmul_built_without_an_out_dtype_is_packed_in_its_operands_dtype():
+    """A module not from the PyTorch frontend may build relax.matmul without out_dtype (None):
+    the blocked matmul then sums in the operands' dtype, and computes x @ w."""
+    from core.tvm_env import load_tvm
+
+    tvm = load_tvm(LOCAL_TARGET)
+    from tvm import relax
+
+    from tasks.blocked_matmul import pack_weight_matmuls
+
+    x = relax.Var("x", relax.TensorType((4, 8), "float32"))
+    w = relax.Var("w", relax.TensorType((8, 16), "float32"))
+    builder = relax.BlockBuilder()
+    with builder.function("main", [x, w], attrs={"num_input": 1}):
+        with builder.dataflow():
+            y = builder.emit_output(relax.op.matmul(x, w))
+        builder.emit_func_output(y)
+    mod = pack_weight_matmuls(8)(builder.get())
+    assert {gv.name_hint for gv in mod.functions} >= {"pack_weight", "matmul_blocked"}
+    vm = relax.VirtualMachine(relax.build(mod, target=tvm.target.Target("llvm")), tvm.cpu())
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 8), "float32"), rng.standard_normal((8, 16), "float32")
+    got = vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b)).numpy()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
