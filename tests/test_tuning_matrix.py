@@ -263,7 +263,8 @@ def test_only_the_ms_xgb_variants_tune_without_a_learned_model():
 
     assert [v for v in VARIANTS if uses_ms_xgb(v)] == ["ms-xgb", "ms-xgb-nchw8c",
                                                        "ms-xgb-nchw16c", "ms-xgb-ovl",
-                                                       "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c"]
+                                                       "ms-xgb-ovl-nchw8c", "ms-xgb-ovl-nchw16c",
+                                                       "ms-xgb-packed8", "ms-xgb-packed16"]
 
 
 def test_the_online16_variants_hand_a_task_to_its_online_model_sooner():
