@@ -58,15 +58,13 @@ def matmul(variant: str, rows: int, k: int, n: int, block: int) -> Any:
         w = te.placeholder((n // block, k, block), name="w")
         y = te.compute((rows, n), lambda i, j: te.sum(x[i, r] * w[j // block, r, j % block],
                                                       axis=r), name="matmul")
-    elif variant == "packed-out":
-        w = te.placeholder((n // block, k, block), name="w")
-        y = te.compute((n // block, rows, block),
-                       lambda jo, i, ji: te.sum(x[i, r] * w[jo, r, ji], axis=r), name="matmul")
-    elif variant == "packed-out-back":  # back to (M, N) in the same function: an epilogue
-        from tasks.blocked_matmul import matmul_blocked  # what the packed graphs compute
+    elif variant in ("packed-out", "packed-out-back"):  # what the packed graphs compute
+        from tasks.blocked_matmul import blocked_output, matmul_blocked
 
         w = te.placeholder((n // block, k, block), name="w")
-        y = matmul_blocked(x, w, "float32")
+        # packed-out-back: written back to (M, N) in the same function, an epilogue
+        compute = matmul_blocked if variant == "packed-out-back" else blocked_output
+        y = compute(x, w, "float32")
     else:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     return te.create_prim_func([x, w, y])

@@ -51,12 +51,13 @@ CONV_LAYOUTS = {  # relax.transform.ConvertLayout's (data, weight) for relax.nn.
     "nhwc": ["NHWC", "OHWI"],
     "nchw8c": ["NCHW8c", "OIHW8i8o"],
     "nchw16c": ["NCHW16c", "OIHW16i16o"],
-    "packed8": ["NCHW8c", "OIHW8i8o"],
-    "packed16": ["NCHW16c", "OIHW16i16o"],
 }
-# the channel block of the blocked graphs
-BLOCKS = {"nchw8c": 8, "nchw16c": 16, "packed8": 8, "packed16": 16}
-PACKED_MATMULS = ("packed8", "packed16")  # graphs whose weight matmuls are packed by BLOCKS
+BLOCKS = {"nchw8c": 8, "nchw16c": 16}  # the channel block of the blocked graphs
+# the graphs whose weight matmuls are packed by their BLOCKS, each the blocked graph it extends
+PACKED_MATMULS = {"packed8": "nchw8c", "packed16": "nchw16c"}
+for _packed, _blocked in PACKED_MATMULS.items():  # convolutions as in the graph extended
+    CONV_LAYOUTS[_packed] = CONV_LAYOUTS[_blocked]
+    BLOCKS[_packed] = BLOCKS[_blocked]
 
 
 def stored_network_name(name: str, graph: str) -> str:

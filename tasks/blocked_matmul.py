@@ -52,22 +52,30 @@ def pack_weight(weight: Any, block: int) -> Any:
 
 
 def matmul_blocked(data: Any, weight: Any, out_dtype: str) -> Any:
-    """x (..., M, K) @ W packed (N/b, K, b) -> (..., M, N), computed as (..., N/b, M, b) (the
-    vector lane innermost) and written back in the same function."""
+    """x (..., M, K) @ W packed (N/b, K, b) -> (..., M, N), computed as (..., N/b, M, b)
+    (blocked_output) and written back in the same function."""
+    from tvm import te
+
+    blocked = blocked_output(data, weight, out_dtype)
+    *batch, chunks, rows, block = (int(d) for d in blocked.shape)
+    return te.compute(
+        (*batch, rows, chunks * block),
+        lambda *i: blocked[(*i[:-2], i[-1] // block, i[-2], i[-1] % block)],
+        name="matmul_unblocked")
+
+
+def blocked_output(data: Any, weight: Any, out_dtype: str) -> Any:
+    """x (..., M, K) @ W packed (N/b, K, b) -> (..., N/b, M, b): the vector lane innermost."""
     from tvm import te
 
     *batch, rows, depth = (int(d) for d in data.shape)
     chunks, _, block = (int(d) for d in weight.shape)
     k = te.reduce_axis((0, depth), name="k")
-    blocked = te.compute(
+    return te.compute(
         (*batch, chunks, rows, block),
         lambda *i: te.sum(data[(*i[:-3], i[-2], k)].astype(out_dtype)
                           * weight[i[-3], k, i[-1]].astype(out_dtype), axis=k),
         name="matmul_blocked")
-    return te.compute(
-        (*batch, rows, chunks * block),
-        lambda *i: blocked[(*i[:-2], i[-1] // block, i[-2], i[-1] % block)],
-        name="matmul_unblocked")
 
 
 def _static(expr: Any) -> bool:
