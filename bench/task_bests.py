@@ -8,7 +8,12 @@ the median count of valid measurements (how many trials each side spent on the t
 and the sum of the matched tasks' bests (each task once, not weighted by occurrences: the
 end-to-end time is the bench's other column).
 
-    .venv/bin/python bench/task_bests.py BEFORE_DB[,BEFORE_DB...] AFTER_DB[,AFTER_DB...] [--top 20]
+With --first N a task's time is the best of the first N valid measurements it got, in the order
+they were measured: for a search that measures a model's top k of each task first, --first k is
+what its first ranking picked, which decides its first whole-network estimate.
+
+    .venv/bin/python bench/task_bests.py BEFORE_DB[,BEFORE_DB...] AFTER_DB[,AFTER_DB...] \
+        [--top 20] [--first N]
 
 A database is a folder with MetaSchedule's database_workload.json and
 database_tuning_record.json (a retune's or a tuning-matrix cell's); a record is failed as
@@ -18,6 +23,7 @@ storage.ms_database reads it (run_secs 1e10 or missing).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -25,29 +31,47 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_run_secs
+from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_secs
 
 
-def task_runs(folder: str) -> dict[tuple, list[float]]:
+def task_runs(folder: str, first: int | None = None) -> dict[tuple, list[float]]:
     """{(data shape, weight shape, output shape): the fastest run (of a record's run_secs) of
-    each valid record} of one database: its best and how many candidates it measured."""
-    return {key: runs for key, (_, runs) in task_records(folder).items()}
+    each valid record, in the order they were measured} of one database; with `first`, only
+    each task's first `first` of them."""
+    return {key: runs[:first] for key, (_, runs) in task_records(folder).items()}
 
 
 def task_records(folder: str) -> dict[tuple, tuple[Any, list[float]]]:
     """{task shape key: (the first of its workloads' IRModules, the fastest run of each valid
-    record)} of one database."""
-    database = open_json_database(Path(folder), create=False)
+    record, in the order they were measured)} of one database."""
     tasks: dict[tuple, tuple[Any, list[float]]] = {}
-    keys: dict[int, tuple] = {}  # a database's records share one object per workload
-    for record in database.get_all_tuning_records():
-        secs = valid_run_secs(record)  # the project's one check of a failed record
+    keys: dict[str, tuple] = {}  # a task's key, once per workload
+    for workload, run_secs in records_as_measured(folder):
+        secs = valid_secs(run_secs)  # the project's one check of a failed record
         if secs:
-            workload = hash(record.workload)
-            if workload not in keys:
-                keys[workload] = shape_key(record.workload.mod)
-            tasks.setdefault(keys[workload], (record.workload.mod, []))[1].append(min(secs))
+            name = str(workload.as_json()[0])
+            if name not in keys:
+                keys[name] = shape_key(workload.mod)
+            tasks.setdefault(keys[name], (workload.mod, []))[1].append(min(secs))
     return tasks
+
+
+def records_as_measured(folder: str) -> list[tuple[Any, list[Any]]]:
+    """(workload, run_secs) of every record of one database in the order the search measured
+    them: the records file's, which appends. MetaSchedule's get_all_tuning_records sorts them by
+    run time instead, so it gives the workloads and this file the order."""
+    database = open_json_database(Path(folder), create=False)
+    workloads = {str(record.workload.as_json()[0]): record.workload
+                 for record in database.get_all_tuning_records()}
+    directory = Path(folder)
+    names = [json.loads(line)[0] for line in
+             (directory / "database_workload.json").read_text().splitlines() if line.strip()]
+    records = []
+    for line in (directory / "database_tuning_record.json").read_text().splitlines():
+        if line.strip():
+            index, (_trace, run_secs, *_rest) = json.loads(line)
+            records.append((workloads[names[index]], run_secs))
+    return records
 
 
 def shape_key(mod: Any) -> tuple:
@@ -70,10 +94,12 @@ def median_bests(folders: list[str]) -> dict[tuple, float]:
     return {key: best for key, (best, _) in median_summary(folders).items()}
 
 
-def median_summary(folders: list[str]) -> dict[tuple, tuple[float, float]]:
+def median_summary(folders: list[str], first: int | None = None
+                   ) -> dict[tuple, tuple[float, float]]:
     """The tasks every database has, each with the median of its bests and the median count
-    of its valid measurements: where a search lost a task, and whether it spent trials there."""
-    each = [task_runs(folder) for folder in folders]
+    of its valid measurements: where a search lost a task, and whether it spent trials there.
+    `first`: each task's best of its first `first` valid measurements only."""
+    each = [task_runs(folder, first) for folder in folders]
     common = set.intersection(*(set(runs) for runs in each))
     return {key: (statistics.median(min(runs[key]) for runs in each),
                   statistics.median(len(runs[key]) for runs in each))
@@ -94,10 +120,15 @@ def main() -> None:
     parser.add_argument("before", help="comma-separated database folders")
     parser.add_argument("after", help="comma-separated database folders")
     parser.add_argument("--top", type=int, default=20, help="tasks listed, heaviest first")
+    parser.add_argument("--first", type=int, metavar="N",
+                        help="a task's best of its first N valid measurements (the order they "
+                             "were measured in) instead of all")
     args = parser.parse_args()
+    if args.first is not None and args.first < 1:
+        parser.error(f"--first must be a count of measurements, 1 or more (got {args.first})")
     check_database_folders(parser, (args.before + "," + args.after).split(","))
-    before_summary = median_summary(args.before.split(","))
-    after_summary = median_summary(args.after.split(","))
+    before_summary = median_summary(args.before.split(","), args.first)
+    after_summary = median_summary(args.after.split(","), args.first)
     before = {key: best for key, (best, _) in before_summary.items()}
     after = {key: best for key, (best, _) in after_summary.items()}
     matched = sorted(set(before) & set(after), key=lambda key: -before[key])

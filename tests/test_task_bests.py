@@ -1,9 +1,9 @@
 """bench/task_bests.py: a task's best is its fastest valid measurement, keyed by its shapes, and
-the median over databases of the tasks they all have."""
+the median over databases of the tasks they all have; --first keeps the measuring order."""
 
 import pytest
 
-from bench.task_bests import median_bests, median_summary, task_bests
+from bench.task_bests import median_bests, median_summary, task_bests, task_runs
 from core.tvm_env import load_tvm
 
 
@@ -53,3 +53,13 @@ def test_the_summary_counts_each_tasks_valid_measurements_median_over_databases(
     key = ((4, 8), (8, 8), (4, 8))
     # valid measurements 2, 4 and 1 (failed ones do not count): median 2; bests 2, 4, 6 us
     assert median_summary([first, second, third]) == pytest.approx({key: (4e-6, 2)})
+
+
+def test_first_n_keeps_each_tasks_earliest_measurements_not_its_fastest(tmp_path):
+    # MetaSchedule's get_all_tuning_records sorts by run time; the search's order is the file's
+    folder = _database(tmp_path / "a", {4: [5e-6, 1e10, 3e-6, 2e-6], 16: [9e-6, 7e-6]})
+    small, large = ((4, 8), (8, 8), (4, 8)), ((16, 8), (8, 8), (16, 8))
+    assert task_runs(folder) == pytest.approx({small: [5e-6, 3e-6, 2e-6], large: [9e-6, 7e-6]})
+    assert task_runs(folder, first=1) == pytest.approx({small: [5e-6], large: [9e-6]})
+    # the failed record does not count: the first two valid ones are 5 and 3 us
+    assert median_summary([folder], first=2) == pytest.approx({small: (3e-6, 2), large: (7e-6, 2)})
