@@ -312,6 +312,9 @@ def training_networks(stored: list[str], holdout: list[str]) -> list[str]:
 
 
 SHARED_TASKS_OUT = "shared-tasks-out"  # part of a model's key in WORK/models.json
+# also part of the key: models since it was added never saw a task of the graphs the matrix
+# tunes either, even where only a training network's graph lists it (register_tuned_graphs)
+TUNED_GRAPHS_OUT = "tuned-graphs-out"
 
 
 def ingested_digest(db: str) -> str | None:
@@ -341,7 +344,7 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     # SHARED_TASKS_OUT: models since it was added never saw a task a held-out network shares
     shards = ingested_digest(db)
     key_parts = [family, params, sorted(holdout), seed, profile_name, SUMMARY_VERSION,
-                 SHARED_TASKS_OUT]
+                 SHARED_TASKS_OUT, TUNED_GRAPHS_OUT]
     # the seed alone keeps the key it always had: earlier work folders' models stay valid
     key = json.dumps(key_parts + ([shards] if shards else []), sort_keys=True)
     if key in index and Path(index[key]["path"]).exists():
@@ -370,6 +373,23 @@ def learned_model(db: str, profile_name: str, holdout: list[str], family: str,
     index[key] = entry
     write_atomically(index_path, index)
     return entry
+
+
+def register_tuned_graphs(db: str, profile: Any, todo: Sequence[tuple[int, str, str]],
+                          folded: str) -> list[str]:
+    """Store each learned cell's network as the graph it tunes (its tasks; nothing measured),
+    importing only what the store lacks, and return those graphs' labels. A held-out network's
+    tasks stay out of its model through the store's list of them (drop_tasks_of); a graph the
+    store never held (bert+packed16) is not listed, yet another network may measure the very
+    same tasks under it (gpt2+packed16's dense layers are BERT's), and the model learned them."""
+    from core.graphs import stored_network_name
+    from tasks.collect import register_network
+
+    graphs = sorted({(network, cell_graph(network, variant, folded))
+                     for _, network, variant in todo if not uses_ms_xgb(variant)})
+    for network, graph in graphs:
+        register_network(db, profile, network, 1, None, graph, reuse_stored=True)
+    return [stored_network_name(network, graph) for network, graph in graphs]
 
 
 def cell_graph(network: str, variant: str, folded: str) -> str:
@@ -617,6 +637,10 @@ def collect(args: argparse.Namespace) -> None:
             library = load_library(store, profile.name, holdout)
         print(f"schedule library: {len(library)} schedules of other tasks on {profile.name}, "
               f"none of {', '.join(holdout)}", flush=True)
+    if any(not uses_ms_xgb(v) for _, _, v in todo):
+        registered = register_tuned_graphs(db, profile, todo, args.folded)
+        print(f"tuned graphs in the store (their tasks held out): {', '.join(registered)}",
+              flush=True)
     commit = git_commit()  # the code this process runs, whatever lands while it does
     for done, (seed, network, variant) in enumerate(todo):
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "

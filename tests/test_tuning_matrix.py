@@ -434,6 +434,39 @@ def test_extra_shards_load_into_the_work_store_once_and_key_new_models(seed_stor
     assert ingested_digest(db) == digest
 
 
+def test_the_learned_cells_graphs_are_stored_so_a_model_holds_their_tasks_out(seed_store,
+                                                                             tmp_path):
+    """A graph no shard holds for the held-out network (bert+packed16) is still what another
+    network measured (gpt2+packed16 has BERT's dense layers): the matrix stores each learned
+    cell's graph first, so drop_tasks_of finds its tasks; ms-xgb cells need no model."""
+    from bench.tuning_matrix import register_tuned_graphs
+    from models.dataset import DataSpec, load_dataset
+    from models.splits import rows_of_networks
+    from storage.queries import stored_network_tasks
+    from storage.store import Store
+    from tasks.hardware import resolve_profile
+    from tests.conftest import SMALL_SEED_PROFILE
+
+    db = str(tmp_path / "store.duckdb")
+    shutil.copy(seed_store, db)
+    profile = resolve_profile("local-1t")  # whatever this machine is: nothing is measured
+    todo = [(0, "dense_bias_relu", "warm-focus-pop4-w128-online-packed16"),
+            (1, "dense_bias_relu", "warm-focus-pop4-w128-online-packed16"),
+            (0, "tiny_cnn", "ms-xgb-packed16")]
+    assert register_tuned_graphs(db, profile, todo, "") == ["dense_bias_relu+packed16"]
+    with Store(db, read_only=True) as store:
+        tasks = stored_network_tasks(store, "dense_bias_relu+packed16", 1, 512)
+        assert tasks and not stored_network_tasks(store, "tiny_cnn+packed16", 1, 32)
+    data = load_dataset(db, DataSpec(hardware=(SMALL_SEED_PROFILE,)))
+    held = {w for w, nets in data.workload_networks.items() if "dense_bias_relu+packed16" in nets}
+    assert len(held) == len(tasks)  # the split sees them under the held-out family now
+    assert not rows_of_networks(data, ["dense_bias_relu"]).any()  # (nothing measured yet)
+    # a second matrix run imports nothing again
+    assert register_tuned_graphs(db, profile, todo, "") == ["dense_bias_relu+packed16"]
+    with Store(db, read_only=True) as store:
+        assert stored_network_tasks(store, "dense_bias_relu+packed16", 1, 512) == tasks
+
+
 def test_extra_beside_a_db_is_refused_in_one_line(tmp_path):
     from bench.tuning_matrix import collect, main_parser
 
