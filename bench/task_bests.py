@@ -23,7 +23,6 @@ storage.ms_database reads it (run_secs 1e10 or missing).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.ms_database import MS_DATABASE_FILES, open_json_database, valid_secs
+from storage.ms_database import MS_DATABASE_FILES, records_as_measured, valid_secs
 
 
 def task_runs(folder: str, first: int | None = None) -> dict[tuple, list[float]]:
@@ -45,33 +44,14 @@ def task_records(folder: str) -> dict[tuple, tuple[Any, list[float]]]:
     """{task shape key: (the first of its workloads' IRModules, the fastest run of each valid
     record, in the order they were measured)} of one database."""
     tasks: dict[tuple, tuple[Any, list[float]]] = {}
-    keys: dict[str, tuple] = {}  # a task's key, once per workload
+    keys: dict[int, tuple] = {}  # a database's records share one object per workload
     for workload, run_secs in records_as_measured(folder):
         secs = valid_secs(run_secs)  # the project's one check of a failed record
         if secs:
-            name = str(workload.as_json()[0])
-            if name not in keys:
-                keys[name] = shape_key(workload.mod)
-            tasks.setdefault(keys[name], (workload.mod, []))[1].append(min(secs))
+            if id(workload) not in keys:
+                keys[id(workload)] = shape_key(workload.mod)
+            tasks.setdefault(keys[id(workload)], (workload.mod, []))[1].append(min(secs))
     return tasks
-
-
-def records_as_measured(folder: str) -> list[tuple[Any, list[Any]]]:
-    """(workload, run_secs) of every record of one database in the order the search measured
-    them: the records file's, which appends. MetaSchedule's get_all_tuning_records sorts them by
-    run time instead, so it gives the workloads and this file the order."""
-    database = open_json_database(Path(folder), create=False)
-    workloads = {str(record.workload.as_json()[0]): record.workload
-                 for record in database.get_all_tuning_records()}
-    directory = Path(folder)
-    names = [json.loads(line)[0] for line in
-             (directory / "database_workload.json").read_text().splitlines() if line.strip()]
-    records = []
-    for line in (directory / "database_tuning_record.json").read_text().splitlines():
-        if line.strip():
-            index, (_trace, run_secs, *_rest) = json.loads(line)
-            records.append((workloads[names[index]], run_secs))
-    return records
 
 
 def shape_key(mod: Any) -> tuple:

@@ -70,6 +70,27 @@ def ms_result(candidate_id: int, run_secs: Any, where: str) -> Any:
     return MeasureResult(candidate_id, run_secs=tuple(secs))
 
 
+def records_as_measured(work_dir: str | Path,
+                        target: Any = "llvm") -> list[tuple[Any, list[Any]]]:
+    """(workload, run_secs) of every record in the order the search measured them: the records
+    file's, which appends (JSONDatabase.get_all_tuning_records sorts them by run time). Each
+    workload is decoded once, by TVM, and the records of one workload share it."""
+    from core.tvm_env import load_tvm
+
+    tvm = load_tvm(target)
+    from tvm.s_tir import meta_schedule as ms
+
+    folder = Path(work_dir)
+    workloads = [ms.database.Workload.from_json(tvm.runtime.convert(json.loads(line)))
+                 for line in (folder / WORKLOAD_FILE).read_text().splitlines() if line.strip()]
+    records = []
+    for line in (folder / RECORD_FILE).read_text().splitlines():
+        if line.strip():
+            index, (_trace, run_secs, *_rest) = json.loads(line)
+            records.append((workloads[index], run_secs))
+    return records
+
+
 def records_by_task(work_dir: str | Path,
                     target: Any = "llvm") -> dict[str, list[tuple[float, Any]]]:
     """{workload hash: [(mean run seconds, record)] of its valid records, fastest first}."""
