@@ -117,6 +117,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            those variants on the packed graph: nchw16c (nchw8c), and each linear layer's weight
            packed in blocks of 16 (8) columns, its output computed in blocks
            (tasks/blocked_matmul.py); speedups against ms-xgb-packed16 (-packed8)
+  warm-focus-pop4-wshare128-online-packed16 (and -nchw16c)  the default learned search whose
+           warm start ranks w128's candidate count, spread by FLOPs x occurrences (16 to 512 a
+           task): BERT's first estimate followed its warm start's random sample, not the model
+           (seed 0's search with seed 2's model began at 306.5 ms, seed 2's with seed 0's at
+           181.4; FFN matmul first picks 10.26/7.31 ms against 4.52/3.89, session 103)
 Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
 folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
@@ -226,6 +231,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "ms-xgb-packed8", "ms-xgb-packed16", "warm-focus-pop4-w128-online-packed8",
             "warm-focus-pop4-w128-online-packed16", "instant-share-packed8",
             "instant-share-packed16",
+            "warm-focus-pop4-wshare128-online-packed16",
+            "warm-focus-pop4-wshare128-online-nchw16c",
             )  # appended: the report's order and plot colours stay
 # VARIANT-GRAPH tunes the graph GRAPH
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
@@ -417,11 +424,13 @@ ONLINE_HALF_EARLY = 16  # the -online16 variants: the online model weighs half t
 
 def warm_samples_of(variant: str) -> int:
     """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, on average
-    SHARE_MEAN_SAMPLES for -wshare, else the 256 the warm cells were run with (retune's
+    128 for -wshare128 and SHARE_MEAN_SAMPLES for -wshare, else the 256 the warm cells were run with (retune's
     default, WARM_SAMPLES)."""
     for samples in (128, 64):
         if variant.startswith(f"warm-focus-pop4-w{samples}"):
             return samples
+    if variant.startswith("warm-focus-pop4-wshare128"):
+        return 128
     if variant.startswith("warm-focus-pop4-wshare"):
         return SHARE_MEAN_SAMPLES
     return FULL_WARM_SAMPLES

@@ -353,6 +353,9 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert search_settings("warm-focus-pop4-w64-nchw16c", args)["warm_samples"] == 64
     spread = search_settings("warm-focus-pop4-wshare-nchw16c", args)
     assert spread["warm_samples"] == 64 and spread["warm_share"] and not cheap["warm_share"]
+    shared = search_settings("warm-focus-pop4-wshare128-online-packed16", args)
+    assert shared["warm_samples"] == 128 and shared["warm_share"] and shared["online"]
+    assert cell_graph("bert", "warm-focus-pop4-wshare128-online-packed16", "") == "packed16"
     spread_warm = search_settings("warm-focus-pop4-w128-online-spread-nchw16c", args)
     assert spread_warm["warm_spread"] and not cheap["warm_spread"]
     assert spread_warm["warm_samples"] == 128 and spread_warm["online_blend"] == "count"
