@@ -119,9 +119,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            (tasks/blocked_matmul.py); speedups against ms-xgb-packed16 (-packed8)
   warm-focus-pop4-wshare128-online-packed16 (and -nchw16c)  the default learned search whose
            warm start ranks w128's candidate count, spread by FLOPs x occurrences (16 to 512 a
-           task): BERT's first estimate followed its warm start's random sample, not the model
-           (seed 0's search with seed 2's model began at 306.5 ms, seed 2's with seed 0's at
-           181.4; FFN matmul first picks 10.26/7.31 ms against 4.52/3.89, session 103)
+           task; -wshare256: twice that, 16 to 1,024): BERT's first estimate followed its warm
+           start's random sample, not the model (seed 0's search with seed 2's model began at
+           306.5 ms, seed 2's with seed 0's at 181.4; FFN matmul first picks 10.26/7.31 ms
+           against 4.52/3.89, session 103). -wshare128-online-evo: its warm start also ranks
+           the children the model bred from each task's best samples, as -evo
 Networks named in --folded (default: bert) are tuned as the folded graph (retune --graph
 folded) in every variant. Every cell tunes every task (flops share 1.0: the zero-FLOP ones
 too since 2026-11-24; earlier cells tuned those with FLOPs), until --trials or --minutes, then
@@ -162,6 +164,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -233,6 +236,10 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "instant-share-packed16",
             "warm-focus-pop4-wshare128-online-packed16",
             "warm-focus-pop4-wshare128-online-nchw16c",
+            "warm-focus-pop4-wshare256-online-packed16",
+            "warm-focus-pop4-wshare256-online-nchw16c",
+            "warm-focus-pop4-wshare128-online-evo-packed16",
+            "warm-focus-pop4-wshare128-online-evo-nchw16c",
             )  # appended: the report's order and plot colours stay
 # VARIANT-GRAPH tunes the graph GRAPH
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
@@ -423,17 +430,13 @@ ONLINE_HALF_EARLY = 16  # the -online16 variants: the online model weighs half t
 
 
 def warm_samples_of(variant: str) -> int:
-    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, on average
-    128 for -wshare128 and SHARE_MEAN_SAMPLES for -wshare, else the 256 the warm cells were run with (retune's
-    default, WARM_SAMPLES)."""
-    for samples in (128, 64):
-        if variant.startswith(f"warm-focus-pop4-w{samples}"):
-            return samples
-    if variant.startswith("warm-focus-pop4-wshare128"):
-        return 128
-    if variant.startswith("warm-focus-pop4-wshare"):
-        return SHARE_MEAN_SAMPLES
-    return FULL_WARM_SAMPLES
+    """Candidates a warm start ranks per task: N for a warm-focus-pop4-wN variant, on average N
+    for -wshareN and SHARE_MEAN_SAMPLES for -wshare, else the 256 the warm cells were run with
+    (retune's default, WARM_SAMPLES)."""
+    sized = re.match(r"warm-focus-pop4-w(share)?(\d*)", variant)
+    if not sized:
+        return FULL_WARM_SAMPLES
+    return int(sized.group(2)) if sized.group(2) else SHARE_MEAN_SAMPLES
 
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:

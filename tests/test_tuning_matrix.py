@@ -356,6 +356,10 @@ def test_each_variant_sets_only_its_own_search_setting():
     shared = search_settings("warm-focus-pop4-wshare128-online-packed16", args)
     assert shared["warm_samples"] == 128 and shared["warm_share"] and shared["online"]
     assert cell_graph("bert", "warm-focus-pop4-wshare128-online-packed16", "") == "packed16"
+    assert search_settings("warm-focus-pop4-wshare256-online-packed16", args)["warm_samples"] == 256
+    assert search_settings("warm-focus-pop4-g2-nchw16c", args)["warm_samples"] == 256  # default
+    bred = search_settings("warm-focus-pop4-wshare128-online-evo-packed16", args)
+    assert without(bred, "warm_evolve") == without(shared, "warm_evolve") and bred["warm_evolve"]
     spread_warm = search_settings("warm-focus-pop4-w128-online-spread-nchw16c", args)
     assert spread_warm["warm_spread"] and not cheap["warm_spread"]
     assert spread_warm["warm_samples"] == 128 and spread_warm["online_blend"] == "count"
