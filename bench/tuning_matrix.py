@@ -395,7 +395,9 @@ def register_tuned_graphs(db: str, profile: Any, todo: Sequence[tuple[int, str, 
     importing only what the store lacks, and return those graphs' labels. A held-out network's
     tasks stay out of its model through the store's list of them (drop_tasks_of); a graph the
     store never held (bert+packed16) is not listed, yet another network may measure the very
-    same tasks under it (gpt2+packed16's dense layers are BERT's), and the model learned them."""
+    same tasks under it (gpt2+packed16's dense layers are BERT's), and the model learned them.
+    The -xfer variants' schedule library holds them out the same way, so this runs before it
+    loads (on a fresh store it loaded first until session 104)."""
     from core.graphs import stored_network_name
     from tasks.collect import register_network
 
@@ -640,6 +642,11 @@ def collect(args: argparse.Namespace) -> None:
             if not (cells / f"{n}-{v}-s{s}.json").exists()]
     print(f"{len(todo)} of {len(seeds) * len(networks) * len(variants)} cells to run on "
           f"{profile.name}, {len(os.sched_getaffinity(0))} core(s)", flush=True)
+    # first: the schedule library and the models hold out the tasks of the graphs it stores
+    if any(not uses_ms_xgb(v) for _, _, v in todo):
+        registered = register_tuned_graphs(db, profile, todo, args.folded)
+        print(f"tuned graphs in the store (their tasks held out): {', '.join(registered)}",
+              flush=True)
     library: list[Any] = []
     if any(uses_transfer(v) for _, _, v in todo):  # the held-out networks lend no schedules
         from storage.store import Store
@@ -649,10 +656,6 @@ def collect(args: argparse.Namespace) -> None:
             library = load_library(store, profile.name, holdout)
         print(f"schedule library: {len(library)} schedules of other tasks on {profile.name}, "
               f"none of {', '.join(holdout)}", flush=True)
-    if any(not uses_ms_xgb(v) for _, _, v in todo):
-        registered = register_tuned_graphs(db, profile, todo, args.folded)
-        print(f"tuned graphs in the store (their tasks held out): {', '.join(registered)}",
-              flush=True)
     commit = git_commit()  # the code this process runs, whatever lands while it does
     for done, (seed, network, variant) in enumerate(todo):
         print(f"== cell {done + 1}/{len(todo)}: {network} {variant} seed {seed} "
