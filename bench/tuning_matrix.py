@@ -556,6 +556,8 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "online_shares": result.online_shares,  # prequential: weight -> tasks that chose it
         "warm_turn": result.warm_turn,  # None: a whole turn (every cell before -wt)
         "overlap_builds": result.overlap_builds,  # cells before 2026-11-30 22:40: False
+        # builds cut by the run's build cap (None: no cap; cells before session 107 lack it)
+        "builds_cut": result.builds_cut,
         # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells
         # before 2026-11-28 15:00 have no such key: compiled from the search's database)
         "held": None if result.held is None else {

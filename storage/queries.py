@@ -261,11 +261,12 @@ def candidate_programs(store: Store, candidate_ids: Sequence[int]) -> list[tuple
 
 
 def unbuildable(store: Store, candidate_ids: Sequence[int]) -> set[int]:
-    """Those of these candidates whose build timed out or crashed when they were measured:
-    building them again costs the same minutes (tasks/compiled_code.py skips them)."""
+    """Those of these candidates whose build timed out, crashed or was cut (a tuning run's
+    build cap) when they were measured: building them again costs the same minutes
+    (tasks/compiled_code.py skips them)."""
     return {c for (c,) in store.query(
         "SELECT DISTINCT candidate_id FROM measurements WHERE candidate_id IN (SELECT unnest(?)) "
-        "AND error_kind IN ('build_timeout', 'build_crash')", [list(candidate_ids)])}
+        "AND error_kind IN ('build_timeout', 'build_crash', 'build_cut')", [list(candidate_ids)])}
 
 
 def model_splits(store: Store) -> list[tuple[str, str, str | None]]:

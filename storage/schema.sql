@@ -210,7 +210,8 @@ CREATE TABLE tuning_runs (
                                               -- prequential (NULL: no online model)
     rerank_model        VARCHAR,              -- an asm model re-ordered the picks by their
     rerank_builds       INTEGER,              -- code, building this many (tasks.asm_rerank)
-    rerank_build_s      DOUBLE                -- in this long (NULL: no re-ranking)
+    rerank_build_s      DOUBLE,               -- in this long (NULL: no re-ranking)
+    builds_cut          INTEGER               -- builds the run's build cap cut (NULL: no cap)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

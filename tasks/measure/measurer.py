@@ -15,6 +15,7 @@ from core.hardware import HardwareProfile, MeasureSettings
 from core.procs import pid_alive, usable_cores
 from core.records import MeasureJob, MeasureResult
 from core.tvm_env import GPU_TARGET_KINDS
+from tasks.measure.build_cap import BuildCap
 from tasks.measure.build_stream import BuildStream
 from tasks.measure.process import Worker, WorkerFailure
 from tasks.measure.protocol import Unprepared
@@ -75,8 +76,10 @@ class Measurer:
 
     def __init__(self, profile: HardwareProfile, settings: MeasureSettings | None = None,
                  build_workers: int | None = None, overlap_builds: bool | None = None,
-                 keep_asm: bool = False):
+                 keep_asm: bool = False, build_cap: BuildCap | None = None):
         self.profile = profile
+        # a tuning run's cut for builds far slower than its others (None: the settings' timeout)
+        self.build_cap = build_cap
         # each build also reads its assembly into the asm columns (x86 only): ~0.07 s more
         self.keep_asm = keep_asm
         self.settings = settings or profile.measure
@@ -120,17 +123,25 @@ class Measurer:
 
     def _build_one(self, worker: Worker, request: dict[str, Any]) -> dict[str, Any]:
         """One build on `worker`: its answer plus `artifact`, or `error_kind`, `error_msg` and
-        `build_s`."""
+        `build_s`. With a build cap the build may be cut sooner than the settings' timeout
+        (`build_cut`)."""
+        limit = self.settings.build_timeout_s
+        timeout = self.build_cap.timeout(limit) if self.build_cap else limit
         start = time.perf_counter()
         try:
-            result = worker.call(request, self.settings.build_timeout_s)
-            return {"artifact": request["artifact"], **result}
+            result = worker.call(request, timeout)
         except WorkerFailure as failure:
-            return {"error_kind": f"build_{failure.kind}", "error_msg": str(failure),
+            kind, message = f"build_{failure.kind}", str(failure)
+            if self.build_cap and failure.kind == "timeout" and timeout < limit:
+                kind, message = "build_cut", self.build_cap.note_cut(timeout)
+            return {"error_kind": kind, "error_msg": message,
                     "build_s": time.perf_counter() - start}
         except RuntimeError as error:
             return {"error_kind": "build_error", "error_msg": str(error),
                     "build_s": time.perf_counter() - start}
+        if self.build_cap:
+            self.build_cap.finished(result.get("build_s"))
+        return {"artifact": request["artifact"], **result}
 
     def _build_parallel(self, requests: dict[Any, dict[str, Any]], counted: bool = True
                         ) -> dict[Any, dict[str, Any]]:

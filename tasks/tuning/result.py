@@ -70,6 +70,9 @@ class TuningResult:
     # compiled code before they were measured (tasks.asm_rerank): model, pool, flops_share,
     # built, failed, build_s (None: none did)
     rerank: dict[str, Any] | None = None
+    # builds cut by the run's build cap (tasks/measure/build_cap.py; None: no cap, every build
+    # had the measurement settings' timeout)
+    builds_cut: int | None = None
 
     @property
     def speedup(self) -> float:

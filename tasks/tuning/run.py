@@ -63,7 +63,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  online: int | None = ONLINE_HALF, online_blend: str = ONLINE_BLEND,
                  warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
-                 overlap_builds: bool = False, rerank: Rerank | None = None) -> TuningResult:
+                 overlap_builds: bool = False, rerank: Rerank | None = None,
+                 build_cap: bool = True) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -131,9 +132,11 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     database (work_dir/held) those picks make (tasks.tuning.hold: on the Zen 5 a BERT build
     went from 146 to 119 ms). `rerank` (instant tuning or a warm start, x86 CPUs): the top
     picks of the tasks it names are built and re-ordered by an asm model, by what LLVM made of
-    them, before the top is measured (tasks.asm_rerank)."""
+    them, before the top is measured (tasks.asm_rerank). `build_cap` (default): a build far
+    slower than the run's others is cut (tasks/measure/build_cap.py), so one 40 s compile
+    does not hold a round; off, every build has the settings' timeout."""
     from core.tvm_env import load_tvm, structural_hash_hex
-    from tasks.measure import Measurer, WorkerFailure
+    from tasks.measure import BuildCap, Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
     from tasks.ms_overlap import OverlappedMeasuring
     from tasks.workloads import import_to_relax
@@ -213,7 +216,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
     reranked = None  # what re-ranking by the code cost (instant_tune's summary), if asked
-    with Measurer(profile) as measurer:
+    cap = BuildCap() if build_cap else None
+    with Measurer(profile, build_cap=cap) as measurer:
         untuned = measurer.run_network(relax_json, None, repeat=e2e_repeat)
         report(f"untuned end-to-end: {np.median(untuned['run_secs']) * 1e3:.3f} ms")
         log.started = time.monotonic()  # the search budget starts now, after the untuned run
@@ -306,6 +310,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
                + (f"beside {build_s:.0f} s of builds overlapping the search"
                   if overlap_builds else f"{build_s:.0f} s of it building")
+               + (f", {cap.cut} builds cut" if cap and cap.cut else "")
                + f"; {search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
                "compiling with the best schedules found")
         held = None
@@ -341,7 +346,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         online=online if model != "xgb" else None,
         online_blend=online_blend if model != "xgb" and online else None,
         online_shares=blend_shares or None, warm_turn=warm_turn, held=held,
-        overlap_builds=overlap_builds and not instant, rerank=reranked)
+        overlap_builds=overlap_builds and not instant, rerank=reranked,
+        builds_cut=cap.cut if cap else None)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

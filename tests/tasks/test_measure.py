@@ -4,6 +4,7 @@ import dataclasses
 import os
 import signal
 import threading
+import time
 
 import pytest
 import tvm
@@ -11,7 +12,7 @@ from tvm import te
 from tvm.script import tirx as T
 
 from tasks.hardware import detect_local_profiles
-from tasks.measure import MeasureJob, Measurer
+from tasks.measure import BuildCap, MeasureJob, Measurer
 from tasks.measure.worker import computes_in_16_bits, output_mismatch
 from tasks.sampling import sample_candidates
 from tasks.workloads import extract_network_tasks
@@ -169,6 +170,24 @@ def test_a_killed_builder_and_a_hanging_build_are_recorded(profile):
     assert crashed.error_kind == "build_crash" and "SIGKILL" in crashed.error_msg
     assert hung.error_kind == "build_timeout"
     assert after_crash.error_kind is None and after_hang.error_kind is None
+
+
+def test_a_tuning_runs_build_cap_cuts_a_straggling_build_and_the_next_one_builds(profile):
+    """With a build cap, a build far slower than the ones before it (its worker frozen with
+    SIGSTOP) is cut at the cap, long before the settings' 15 s timeout: build_cut, the cap in
+    its message, counted; a fresh worker builds the next candidate."""
+    _, jobs = _matmul_jobs(profile.target, 32, 3, seed=3)
+    cap = BuildCap(floor_s=1.0, factor=2.0, warmup=1)
+    with Measurer(profile, build_workers=1, build_cap=cap) as measurer:
+        assert measurer.measure(jobs[:1])[0].error_kind is None  # one build: the cap is on
+        assert cap.timeout(profile.measure.build_timeout_s) == 1.0
+        os.kill(measurer.builders[0].process.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        cut, after = measurer.measure(jobs[1:])
+        waited = time.monotonic() - started
+    assert cut.error_kind == "build_cut" and "the tuning run's cap" in cut.error_msg
+    assert cut.build_s < 5.0 and waited < profile.measure.build_timeout_s
+    assert after.error_kind is None and cap.cut == 1
 
 
 def test_output_comparison_tolerates_rounding_only():
