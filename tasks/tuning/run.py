@@ -310,7 +310,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                f"{search_s:.0f} s ({log.measure_s:.0f} s building and running candidates, "
                + (f"beside {build_s:.0f} s of builds overlapping the search"
                   if overlap_builds else f"{build_s:.0f} s of it building")
-               + (f", {cap.cut} builds cut" if cap and cap.cut else "")
+               + (f", {cap.cut} build{'s' * (cap.cut > 1)} cut as too slow" if cap and cap.cut
+                  else "")
                + f"; {search_s - log.measure_s:.0f} s searching on {search_threads} threads); "
                "compiling with the best schedules found")
         held = None
