@@ -177,7 +177,7 @@ def test_a_tuning_runs_build_cap_cuts_a_straggling_build_and_the_next_one_builds
     SIGSTOP) is cut at the cap, long before the settings' 15 s timeout: build_cut, the cap in
     its message, counted; a fresh worker builds the next candidate."""
     _, jobs = _matmul_jobs(profile.target, 32, 3, seed=3)
-    cap = BuildCap(floor_s=1.0, factor=2.0, warmup=1)
+    cap = BuildCap(floor_s=1.0, factor=0.1, warmup=1)  # the floor rules: 1 s
     with Measurer(profile, build_workers=1, build_cap=cap) as measurer:
         assert measurer.measure(jobs[:1])[0].error_kind is None  # one build: the cap is on
         assert cap.timeout(profile.measure.build_timeout_s) == 1.0
