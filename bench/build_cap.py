@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from storage.reports import format_table, markdown_table  # noqa: E402
 from tasks.measure.build_cap import FACTOR, FLOOR_S  # noqa: E402
 
 # one row per (profile, task, candidate) measured without error, with its build seconds
@@ -52,18 +53,18 @@ PER_PROFILE = """
     FROM capped GROUP BY hardware ORDER BY hardware
 """
 
-COLUMNS = ("profile", "median build s", "cap s", "builds", "cut", "build s past the cap",
+COLUMNS = ["profile", "median build s", "cap s", "builds", "cut", "build s past the cap",
            "of all build s", "bests lost (next best x slower)", "cut within 10% of best",
-           "tasks")
+           "tasks"]
 
 
 def rows(db: str, floor: float, factor: float) -> list[list[str]]:
     import duckdb
 
-    con = duckdb.connect(db, read_only=True)
+    with duckdb.connect(db, read_only=True) as con:
+        found = con.execute(PER_PROFILE.format(valid=VALID_BUILDS), [floor, factor]).fetchall()
     out = []
-    for (hardware, median, cap, builds, cut, past, total, lost, ratios, near,
-         tasks) in con.execute(PER_PROFILE.format(valid=VALID_BUILDS), [floor, factor]).fetchall():
+    for hardware, median, cap, builds, cut, past, total, lost, ratios, near, tasks in found:
         lost_text = f"{lost}" + (f" ({', '.join(f'{r:.2f}' for r in ratios if r)})"
                                  if lost else "")
         out.append([hardware, f"{median:.2f}", f"{cap:.1f}", f"{builds:,}",
@@ -87,15 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     table = rows(args.db, args.floor, args.factor)
     print(f"build cap max({args.floor:g} s, {args.factor:g}x the profile's median build), "
           f"applied to {args.db}'s valid measurements")
-    if args.markdown:
-        print("| " + " | ".join(COLUMNS) + " |")
-        print("|" + "---|" * len(COLUMNS))
-        for row in table:
-            print("| " + " | ".join(row) + " |")
-    else:
-        widths = [max(len(c), *(len(r[i]) for r in table)) for i, c in enumerate(COLUMNS)]
-        for row in [list(COLUMNS), *table]:
-            print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    print((markdown_table if args.markdown else format_table)(COLUMNS, table))
     return 0
 
 
