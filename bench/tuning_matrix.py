@@ -100,6 +100,11 @@ Variants (the first is the baseline the search-time speedup is measured against)
            scored before the models learned it (models/online_blend.py; the count rule at 64
            until two batches decide). At 16, resnet18's heavy 3x3 convolutions (ranked well
            by the prior) ended 2-3% behind XGB's picks (session 69)
+  warm-focus-pop4-w128-online-mix  -online whose search keeps a quarter of each task's
+           measurements outside the innermost tile factor it measured most (models/tile_mix.py):
+           on the Zen 4's mobilenet_v2 (session 108) the learned search put 96% of a 112x112
+           pointwise convolution's trials on 16-lane output blocks, where the model ranks no
+           better than chance, and ended 1.58x behind XGB's 8-lane picks on it
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -240,6 +245,8 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-wshare256-online-nchw16c",
             "warm-focus-pop4-wshare128-online-evo-packed16",
             "warm-focus-pop4-wshare128-online-evo-nchw16c",
+            "warm-focus-pop4-w128-online-mix", "warm-focus-pop4-w128-online-mix-nchw8c",
+            "warm-focus-pop4-w128-online-mix-nchw16c", "warm-focus-pop4-w128-online-mix-packed16",
             )  # appended: the report's order and plot colours stay
 # VARIANT-GRAPH tunes the graph GRAPH
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
@@ -443,6 +450,7 @@ def warm_samples_of(variant: str) -> int:
 
 def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
+    from models.tile_mix import TILE_MIX
     from tasks.model_evolution import GENERATIONS
     from tasks.tuning.contexts import GENETIC_ITERS
     from tasks.tuning.run import ONLINE_HALF
@@ -472,6 +480,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_by_trials": "-wt" in variant,
         "warm_spread": "-spread" in variant,
         "overlap_builds": "-ovl" in variant,
+        "tile_mix": TILE_MIX if "-mix" in variant else None,
     }
 
 
@@ -558,6 +567,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         "overlap_builds": result.overlap_builds,  # cells before 2026-11-30 22:40: False
         # builds cut by the run's build cap (None: no cap; cells before session 107 lack it)
         "builds_cut": result.builds_cut,
+        "tile_mix": result.tile_mix,  # (None: off; cells before session 109 lack it)
         # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells
         # before 2026-11-28 15:00 have no such key: compiled from the search's database)
         "held": None if result.held is None else {

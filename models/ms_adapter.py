@@ -25,7 +25,9 @@ many trials (docs/tuning-results.md, session 48): a prior trained on random samp
 neighbourhood of a task's optimum worse than a model of that neighbourhood alone. With `blend`
 "prequential", each task's weight is instead the one under which the blend would have ranked
 the task's own measured batches best, each scored before the models learned it
-(models/online_blend.py): one count did not suit every task (session 69, the Xeon).
+(models/online_blend.py): one count did not suit every task (session 69, the Xeon). With
+`mix`, a task's search scores keep that share of its measurements outside the innermost tile
+factor it measured most (models/tile_mix.py).
 
     from models.ms_adapter import learned_cost_model
     cost_model = learned_cost_model("data/models/<id>", profile)
@@ -34,6 +36,7 @@ the task's own measured batches best, each scored before the models learned it
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from models.dataset import dataset_from_features
 from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
 from models.online_blend import PrequentialBlend, count_share
 from models.registry import create_model, load_model
+from models.tile_mix import lifted, trace_group
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
 
@@ -98,7 +102,7 @@ class LearnedCostModel:
 
     def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
                  refit_every: int = REFIT_EVERY, strategy: str | None = None,
-                 online: int | None = None, blend: str = "count"):
+                 online: int | None = None, blend: str = "count", mix: float | None = None):
         if blend not in BLENDS:
             raise ValueError(f"blend {blend!r}: choose one of {BLENDS}")
         if model.takes_asm:
@@ -120,6 +124,8 @@ class LearnedCostModel:
         self.online = online  # a task's measurements at which the online model weighs half
         self.online_model: CostModel | None = None
         self.blend = PrequentialBlend(online) if online and blend == "prequential" else None
+        self.mix = mix  # the share kept outside a task's dominant tile group (models/tile_mix)
+        self.groups_seen: dict[str, Counter] = {}  # task -> tile group -> programs measured
 
     def predict(self, features: list[np.ndarray],
                 traces: list[str] | np.ndarray | None = None) -> np.ndarray:
@@ -136,24 +142,29 @@ class LearnedCostModel:
 
     def search_scores(self, features: list[np.ndarray],
                       traces: list[str] | np.ndarray | None = None,
-                      task: str | None = None) -> np.ndarray:
+                      task: str | None = None,
+                      groups: list[Any] | None = None) -> np.ndarray:
         """What MetaSchedule's evolutionary search gets: positive, in the same order as
         predict's. A ranking model's score goes through the logistic function, the
         probability (in its own pairwise loss) that the candidate beats one scored 0: the same
         transform for every call, so generations ranked apart stay comparable. A regression
         model already predicts the normalized throughput MetaSchedule expects. With an online
-        model fitted, `task`'s measurements so far shift the weight from one to the other."""
+        model fitted, `task`'s measurements so far shift the weight from one to the other.
+        With `mix`, the candidates' tile `groups` (models/tile_mix.py) lift other groups'
+        scores while `task` measured too few programs outside its dominant one."""
         self.predictions += len(features)
         if not features:
             return np.zeros(0)
         data = self._data(features, traces)
         scores = self._prior_scores(data)
         measured = len(self.seen[task][1]) if task in self.seen else 0
-        if self.online_model is None or not measured:
-            return scores
-        share = (self.blend.share(task, measured) if self.blend is not None
-                 else count_share(measured, self.online))
-        return (1 - share) * scores + share * self._online_scores(data)
+        if self.online_model is not None and measured:
+            share = (self.blend.share(task, measured) if self.blend is not None
+                     else count_share(measured, self.online))
+            scores = (1 - share) * scores + share * self._online_scores(data)
+        if self.mix and task is not None and groups is not None:
+            scores = lifted(scores, groups, self.groups_seen.get(task, Counter()), self.mix)
+        return scores
 
     def _prior_scores(self, data) -> np.ndarray:
         """The pre-trained (and fine-tuned) model's search scores, positive (see above)."""
@@ -166,12 +177,15 @@ class LearnedCostModel:
         return np.clip(self.online_model.predict(data), 0, None)
 
     def update(self, task: str, features: list[np.ndarray], latencies: list[float],
-               traces: list[str] | np.ndarray | None = None) -> None:
+               traces: list[str] | np.ndarray | None = None,
+               groups: list[Any] | None = None) -> None:
         if self.blend is not None and self.online_model is not None and features:
             # scored before either model learns them: the task's evidence for its blend
             data = self._data(features, traces)
             self.blend.record(task, self._prior_scores(data), self._online_scores(data),
                               np.array(latencies))
+        if groups is not None:  # failed ones too: the quota counts what the search spent
+            self.groups_seen.setdefault(task, Counter()).update(groups)
         feats, lats, seen_traces = self.seen.setdefault(task, ([], [], []))
         feats.extend(features)
         lats.extend(latencies)
@@ -212,12 +226,15 @@ class LearnedCostModel:
 
 def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = REFIT_EVERY,
                        strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES,
-                       online: int | None = None, blend: str = "count"):
+                       online: int | None = None, blend: str = "count",
+                       mix: float | None = None):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate).
     `cache_bytes` bounds the features kept of candidates ranked before (0: extract always).
     `online`: blend in an online model (LearnedCostModel) at that many measurements a task,
-    weighed by count or, `blend` "prequential", by the task's own batches (models/online_blend)."""
+    weighed by count or, `blend` "prequential", by the task's own batches (models/online_blend).
+    `mix`: the share of a task's measurements kept outside its dominant tile group
+    (models/tile_mix.py; None: the model's order alone)."""
     import tvm_ffi
 
     from core.tvm_env import load_tvm
@@ -230,7 +247,7 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
 
     logic = LearnedCostModel(load_model(model_path), profile.name,
                              np.array(profile.feature_vector(), np.float32), refit_every,
-                             strategy, online, blend)
+                             strategy, online, blend, mix)
     extractor = PerStoreFeature(extract_workload=False)
     cache = FeatureCache(cache_bytes) if cache_bytes else None
 
@@ -252,6 +269,9 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
         return np.stack([trace_summary(c.sch.trace) for c in candidates]) if candidates \
             else np.zeros((0, TRACE_DIM), np.float32)
 
+    def groups(candidates) -> list[Any] | None:
+        return [trace_group(c.sch.trace) for c in candidates] if logic.mix else None
+
     @derived_object
     class TenforgeCostModel(PyCostModel):
         def load(self, path: str) -> None:  # the model is loaded from its artifact already
@@ -264,12 +284,13 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
             lat = [float(np.mean([float(s) for s in r.run_secs])) if r.run_secs and
                    r.error_msg is None else float("inf") for r in results]
             logic.update(shash2hex(context.mod), features(context, candidates), lat,
-                         traces(candidates))
+                         traces(candidates), groups(candidates))
 
         def predict(self, context, candidates) -> np.ndarray:
-            task = shash2hex(context.mod) if logic.online else None  # only a blend needs it
+            # only a blend and a mix need the task
+            task = shash2hex(context.mod) if logic.online or logic.mix else None
             return logic.search_scores(features(context, candidates), traces(candidates),
-                                       task).astype("float64")
+                                       task, groups(candidates)).astype("float64")
 
     cost_model = TenforgeCostModel()
     cost_model.logic = logic  # what it did (predictions, refits) stays inspectable

@@ -20,6 +20,7 @@ from bench.tuning_matrix import (
     speedups,
     step_curve,
 )
+from models.tile_mix import TILE_MIX
 from tasks.tuning.log import CurvePoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -363,6 +364,10 @@ def test_each_variant_sets_only_its_own_search_setting():
     spread_warm = search_settings("warm-focus-pop4-w128-online-spread-nchw16c", args)
     assert spread_warm["warm_spread"] and not cheap["warm_spread"]
     assert spread_warm["warm_samples"] == 128 and spread_warm["online_blend"] == "count"
+    mixed = search_settings("warm-focus-pop4-w128-online-mix-nchw16c", args)
+    assert mixed["tile_mix"] == TILE_MIX and cheap["tile_mix"] is None
+    default = search_settings("warm-focus-pop4-w128-online-nchw16c", args)
+    assert without(mixed, "tile_mix") == without(default, "tile_mix")
     wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
     assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
     assert search_settings("warm-focus-pop4-w128-bhalf-nchw16c", args)["round_scale"] == 0.5

@@ -54,3 +54,15 @@ def check_online_blend(blend: str, online: int | None) -> None:
     if blend != "count" and not online:
         raise TenforgeError(f"online blend {blend!r} weighs an online model; give --online N "
                             "(its count rule until a task's batches decide) or leave it out")
+
+
+def check_tile_mix(tile_mix: float | None, cost_model: str, scheduler: str) -> None:
+    """A tile mix (models/tile_mix.py) re-scores a learned model's picks in a search."""
+    if tile_mix is None:
+        return
+    if not 0 < tile_mix < 1:
+        raise TenforgeError(f"tile mix {tile_mix}: give the share of a task's measurements kept "
+                            "outside its dominant tile group, in (0, 1)")
+    if saved_model_path(cost_model) is None or scheduler == "instant":
+        raise TenforgeError("a tile mix re-scores a learned model's picks in a search: name a "
+                            "registered --cost-model and a searching scheduler, or leave it out")

@@ -73,6 +73,9 @@ class TuningResult:
     # builds cut by the run's build cap (tasks/measure/build_cap.py; None: no cap, every build
     # had the measurement settings' timeout)
     builds_cut: int | None = None
+    # the share of each task's measurements a learned search kept outside its dominant
+    # innermost tile factor (models/tile_mix.py; None: the model's order alone)
+    tile_mix: float | None = None
 
     @property
     def speedup(self) -> float:

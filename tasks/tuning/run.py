@@ -18,7 +18,12 @@ from tasks.instant import fill_unmeasured, instant_tune, measure_top_for
 from tasks.schedule_transfer import SourceSchedule
 from tasks.schedulers import create_scheduler
 from tasks.sources import Workload
-from tasks.tuning.checks import check_online_blend, check_warm_start, saved_model_path
+from tasks.tuning.checks import (
+    check_online_blend,
+    check_tile_mix,
+    check_warm_start,
+    saved_model_path,
+)
 from tasks.tuning.contexts import (
     GENETIC_ITERS,
     INSTANT_SAMPLES,
@@ -64,7 +69,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
                  overlap_builds: bool = False, rerank: Rerank | None = None,
-                 build_cap: bool = True) -> TuningResult:
+                 build_cap: bool = True, tile_mix: float | None = None) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -134,7 +139,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     picks of the tasks it names are built and re-ordered by an asm model, by what LLVM made of
     them, before the top is measured (tasks.asm_rerank). `build_cap` (default): a build far
     slower than the run's others is cut (tasks/measure/build_cap.py), so one 40 s compile
-    does not hold a round; off, every build has the settings' timeout."""
+    does not hold a round; off, every build has the settings' timeout. `tile_mix` (a learned
+    search; None: off): keep that share of each task's measured programs outside the innermost
+    tile factor it measured most (models/tile_mix.py; models.tile_mix.TILE_MIX)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import BuildCap, Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -159,6 +166,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
         check_positive_ints(**given)
     check_online_blend(online_blend, online)
+    check_tile_mix(tile_mix, cost_model, scheduler)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -211,7 +219,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
         model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
                                    cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0,
-                                   online=online, blend=online_blend)
+                                   online=online, blend=online_blend, mix=tile_mix)
     focus = bool(warm_start) and warm_focus
     warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
@@ -348,7 +356,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         online_blend=online_blend if model != "xgb" and online else None,
         online_shares=blend_shares or None, warm_turn=warm_turn, held=held,
         overlap_builds=overlap_builds and not instant, rerank=reranked,
-        builds_cut=cap.cut if cap else None)
+        builds_cut=cap.cut if cap else None, tile_mix=tile_mix if model != "xgb" else None)
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

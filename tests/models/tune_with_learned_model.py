@@ -1,7 +1,8 @@
 """Run MetaSchedule's tune_tir on a 64x64 matmul with a tenforge model as the cost model, and
 print what the adapter did as JSON (a fresh process: tune_tir imports every tensor intrinsic).
 
-    python tests/models/tune_with_learned_model.py WORK_DIR MODEL_PATH TRIALS REFIT_EVERY [ONLINE]
+    python tests/models/tune_with_learned_model.py WORK_DIR MODEL_PATH TRIALS REFIT_EVERY \
+        [ONLINE [MIX]]
 """
 
 import json
@@ -16,14 +17,15 @@ bootstrap()
 
 
 def main(work_dir: str, model_path: str, trials: int, refit_every: int,
-         online: int | None = None) -> None:
+         online: int | None = None, mix: float | None = None) -> None:
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import detect_local_profiles
     from tasks.measure import Measurer
     from tasks.ms_backend import ms_builder, ms_runner
 
     profile = detect_local_profiles()[-1]  # 1 thread
-    cost_model = learned_cost_model(model_path, profile, refit_every=refit_every, online=online)
+    cost_model = learned_cost_model(model_path, profile, refit_every=refit_every, online=online,
+                                    mix=mix)
     import tvm
     from tvm import te
     from tvm.s_tir import meta_schedule as ms
@@ -48,9 +50,13 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int,
     print(json.dumps({"predictions": logic.predictions, "refits": logic.refits,
                       "feature_hits": cost_model.feature_cache.hits,
                       "online": logic.online_model is not None,
+                      # a mix's tile groups of what was measured (models/tile_mix.py)
+                      "groups": {str(g): n for counts in logic.groups_seen.values()
+                                 for g, n in counts.items()},
                       "records": len(database.get_all_tuning_records())}))
 
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
-         int(sys.argv[5]) if len(sys.argv) > 5 else None)
+         int(sys.argv[5]) if len(sys.argv) > 5 else None,
+         float(sys.argv[6]) if len(sys.argv) > 6 else None)

@@ -1,0 +1,91 @@
+"""A learned search's picks kept mixed over a task's innermost tile factor (models/tile_mix.py):
+the groups, the lift, and the adapter's counting, on doubles (a real search: test_ms_adapter)."""
+
+from collections import Counter
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.errors import TenforgeError
+from models.ms_adapter import LearnedCostModel
+from models.registry import create_model
+from models.tile_mix import innermost_group, lifted, trace_group
+from tasks.tuning.checks import check_tile_mix
+from tests.models.synthetic import synthetic_dataset
+
+
+def test_the_group_is_the_innermost_factor_of_the_last_spatial_tile():
+    # a blocked convolution: five spatial loops in 4 levels, then reductions in 2
+    tiles = [[1, 1, 1, 1], [2, 1, 3, 1], [7, 2, 8, 1], [14, 1, 4, 2], [1, 2, 1, 8],
+             [1, 16], [1, 1], [1, 1]]
+    assert innermost_group(tiles) == 8
+    assert innermost_group([[4, 16]]) == 16
+    assert innermost_group([]) is None
+
+
+def test_trace_group_reads_a_traces_tile_decisions():
+    class Inst:  # hashable, as the Trace's instructions are (the decisions map's keys)
+        def __init__(self, kind):
+            self.kind = SimpleNamespace(name=kind)
+
+    inst = Inst
+
+    trace = SimpleNamespace(decisions={inst("SamplePerfectTile"): [1, 2, 2, 4],
+                                       inst("SampleCategorical"): 3,
+                                       inst("SamplePerfectTile"): [2, 1, 1, 16],
+                                       inst("SamplePerfectTile"): [8, 2]})
+    assert trace_group(trace) == 16
+    assert trace_group(SimpleNamespace(decisions={inst("SampleCategorical"): 1})) is None
+
+
+def test_other_groups_are_lifted_to_tie_the_dominant_groups_best():
+    scores = np.array([0.98, 0.95, 0.90, 0.85, 0.10, 0.5])
+    groups = [16, 16, 8, 8, 1, None]
+    out = lifted(scores, groups, Counter(), share=0.25)  # nothing measured: the top's group
+    np.testing.assert_allclose(out, [0.98, 0.95, 0.98, 0.93, 0.18, 0.5])
+    # within a group the order stands; programs without a group are not lifted
+    assert out[2] > out[3] and out[5] == scores[5]
+    # the same while the task measured too few outside its dominant group
+    np.testing.assert_allclose(lifted(scores, groups, Counter({16: 10, 8: 2}), 0.25), out)
+
+
+def test_no_lift_once_the_share_is_met_or_with_one_group():
+    scores = np.array([0.98, 0.95, 0.90])
+    groups = [16, 16, 8]
+    np.testing.assert_array_equal(lifted(scores, groups, Counter({16: 6, 8: 2}), 0.25), scores)
+    np.testing.assert_array_equal(lifted(scores, [16, 16, 16], Counter(), 0.25), scores)
+    # the dominant group is the one measured most, not the best scored: 16 is lifted here
+    np.testing.assert_allclose(lifted(np.array([0.8, 0.7, 0.9]), groups,
+                                      Counter({8: 9, 16: 1}), 0.25), [0.9, 0.8, 0.9])
+    assert lifted(np.zeros(0), [], Counter(), 0.25).shape == (0,)
+
+
+def test_the_adapter_counts_each_tasks_groups_and_lifts_its_scores():
+    data = synthetic_dataset()
+    model = create_model("xgb", n_estimators=20, loss="rank")
+    model.fit(data)
+    feats = [data.candidate_features(i) for i in range(12)]
+    groups = [16] * 6 + [8] * 6
+    plain = LearnedCostModel(model, "hw-a", data.hardware_features[0])
+    mixed = LearnedCostModel(model, "hw-a", data.hardware_features[0], mix=0.25)
+    base = plain.search_scores(feats, task="t", groups=groups)
+    assert np.array_equal(base, plain.search_scores(feats))  # no mix: groups change nothing
+    dominant = groups[int(np.argmax(base))]
+    np.testing.assert_allclose(mixed.search_scores(feats, task="t", groups=groups),
+                               lifted(base, groups, Counter(), 0.25))
+    mixed.update("t", feats[:4], list(data.latency[:4]), groups=[dominant] * 4)
+    assert mixed.groups_seen == {"t": Counter({dominant: 4})}
+    mixed.update("t", feats[4:6], list(data.latency[4:6]), groups=[99, 99])  # 2 of 6 outside
+    np.testing.assert_array_equal(mixed.search_scores(feats, task="t", groups=groups), base)
+
+
+def test_a_tile_mix_is_refused_where_it_cannot_act():
+    check_tile_mix(None, "xgb", "gradient")
+    check_tile_mix(0.25, "data/models/m", "gradient")
+    for share in (0, 1, 1.5):
+        with pytest.raises(TenforgeError, match=r"in \(0, 1\)"):
+            check_tile_mix(share, "data/models/m", "gradient")
+    for model, scheduler in (("xgb", "gradient"), ("data/models/m", "instant")):
+        with pytest.raises(TenforgeError, match="learned model's picks in a search"):
+            check_tile_mix(0.25, model, scheduler)
