@@ -112,6 +112,9 @@ def main() -> None:
     before = {key: best for key, (best, _) in before_summary.items()}
     after = {key: best for key, (best, _) in after_summary.items()}
     matched = sorted(set(before) & set(after), key=lambda key: -before[key])
+    if not matched:  # e.g. two networks' databases on one side: no task is in all of them
+        raise SystemExit(f"no task is in every database of both sides ({len(before)} before, "
+                         f"{len(after)} after): give each side databases of one network")
     print(f"{len(before)} tasks before, {len(after)} after, {len(matched)} matched by shapes")
     print("before us -> after us  ratio  measured before / after  data shape, weight shape")
     for key in matched[:args.top]:

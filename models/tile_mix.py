@@ -45,11 +45,23 @@ def innermost_group(tiles: Sequence[Sequence[int]]) -> int | None:
 
 
 def trace_group(trace: Any) -> int | None:
-    """innermost_group of a MetaSchedule Trace object's SamplePerfectTile decisions."""
-    tiles = [[int(getattr(f, "value", f)) for f in decision]
-             for inst, decision in trace.decisions.items()
-             if inst.kind.name == "SamplePerfectTile"]
+    """innermost_group of a MetaSchedule Trace object's SamplePerfectTile decisions, in the
+    order of its instructions."""
+    tiles = []
+    for inst in trace.insts:
+        if inst.kind.name == "SamplePerfectTile":
+            decision = trace.get_decision(inst)
+            if decision is not None:
+                tiles.append([int(getattr(f, "value", f)) for f in decision])
     return innermost_group(tiles)
+
+
+def json_group(trace: Sequence[Any]) -> int | None:
+    """innermost_group of a trace as a database stores it: JSON [instructions, decisions],
+    an instruction [kind, inputs, attrs, outputs], a decision [instruction index, value]."""
+    instructions, decisions = trace[0], trace[1]
+    return innermost_group([list(value) for index, value in sorted(decisions, key=lambda d: d[0])
+                            if instructions[index][0] == "SamplePerfectTile"])
 
 
 def dominant_group(measured: Counter, scores: np.ndarray,

@@ -75,6 +75,13 @@ def records_as_measured(work_dir: str | Path,
     """(workload, run_secs) of every record in the order the search measured them: the records
     file's, which appends (JSONDatabase.get_all_tuning_records sorts them by run time). Each
     workload is decoded once, by TVM, and the records of one workload share it."""
+    return [(workload, run_secs) for workload, _, run_secs in traced_records(work_dir, target)]
+
+
+def traced_records(work_dir: str | Path,
+                   target: Any = "llvm") -> list[tuple[Any, Any, list[Any]]]:
+    """records_as_measured with each record's trace as stored, JSON ([instructions,
+    decisions]): (workload, trace, run_secs)."""
     from core.tvm_env import load_tvm
 
     tvm = load_tvm(target)
@@ -86,8 +93,8 @@ def records_as_measured(work_dir: str | Path,
     records = []
     for line in (folder / RECORD_FILE).read_text().splitlines():
         if line.strip():
-            index, (_trace, run_secs, *_rest) = json.loads(line)
-            records.append((workloads[index], run_secs))
+            index, (trace, run_secs, *_rest) = json.loads(line)
+            records.append((workloads[index], trace, run_secs))
     return records
 
 

@@ -63,3 +63,13 @@ def test_first_n_keeps_each_tasks_earliest_measurements_not_its_fastest(tmp_path
     assert task_runs(folder, first=1) == pytest.approx({small: [5e-6], large: [9e-6]})
     # the failed record does not count: the first two valid ones are 5 and 3 us
     assert median_summary([folder], first=2) == pytest.approx({small: (3e-6, 2), large: (7e-6, 2)})
+
+
+def test_sides_with_no_task_in_common_exit_with_one_line(tmp_path, monkeypatch, capsys):
+    from bench import task_bests
+
+    before = _database(tmp_path / "a", {4: [3e-6]})
+    after = _database(tmp_path / "b", {16: [9e-6]})  # another task: nothing to match
+    monkeypatch.setattr("sys.argv", ["task_bests.py", before, after])
+    with pytest.raises(SystemExit, match="no task is in every database of both sides"):
+        task_bests.main()

@@ -10,7 +10,7 @@ import pytest
 from core.errors import TenforgeError
 from models.ms_adapter import LearnedCostModel
 from models.registry import create_model
-from models.tile_mix import innermost_group, lifted, trace_group
+from models.tile_mix import innermost_group, json_group, lifted, trace_group
 from tasks.tuning.checks import check_tile_mix
 from tests.models.synthetic import synthetic_dataset
 
@@ -24,19 +24,23 @@ def test_the_group_is_the_innermost_factor_of_the_last_spatial_tile():
     assert innermost_group([]) is None
 
 
-def test_trace_group_reads_a_traces_tile_decisions():
-    class Inst:  # hashable, as the Trace's instructions are (the decisions map's keys)
-        def __init__(self, kind):
-            self.kind = SimpleNamespace(name=kind)
+def test_trace_group_reads_a_traces_tile_decisions_in_instruction_order():
+    class Trace:  # a MetaSchedule Trace's two members the group reads
+        def __init__(self, steps):
+            self.insts = [SimpleNamespace(kind=SimpleNamespace(name=kind)) for kind, _ in steps]
+            self.decided = {id(inst): value for inst, (_, value) in zip(self.insts, steps)}
 
-    inst = Inst
+        def get_decision(self, inst):
+            return self.decided[id(inst)]
 
-    trace = SimpleNamespace(decisions={inst("SamplePerfectTile"): [1, 2, 2, 4],
-                                       inst("SampleCategorical"): 3,
-                                       inst("SamplePerfectTile"): [2, 1, 1, 16],
-                                       inst("SamplePerfectTile"): [8, 2]})
-    assert trace_group(trace) == 16
-    assert trace_group(SimpleNamespace(decisions={inst("SampleCategorical"): 1})) is None
+    steps = [("GetLoops", None), ("SamplePerfectTile", [1, 2, 2, 4]), ("SampleCategorical", 3),
+             ("SamplePerfectTile", [2, 1, 1, 16]), ("SamplePerfectTile", [8, 2])]
+    assert trace_group(Trace(steps)) == 16
+    assert trace_group(Trace([("SampleCategorical", 1)])) is None
+    # the stored JSON form: [instructions, decisions], decisions in any order
+    stored = [[[kind, [], [], []] for kind, _ in steps],
+              [[4, [8, 2]], [1, [1, 2, 2, 4]], [2, 3], [3, [2, 1, 1, 16]]]]
+    assert json_group(stored) == 16
 
 
 def test_other_groups_are_lifted_to_tie_the_dominant_groups_best():
