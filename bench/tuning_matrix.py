@@ -105,6 +105,10 @@ Variants (the first is the baseline the search-time speedup is measured against)
            on the Zen 4's mobilenet_v2 (session 108) the learned search put 96% of a 112x112
            pointwise convolution's trials on 16-lane output blocks, where the model ranks no
            better than chance, and ended 1.58x behind XGB's 8-lane picks on it
+  warm-focus-pop4-w128-online-steer  -mix whose quota measurements steer: kept outside the
+           tile factor holding the task's fastest program (lifted always), spent on factors
+           never measured (two a call) and on the runner-up (tile_mix.steered). The mix
+           spent it in the model's order: 4 lanes over 16 on resnet18's stem (session 110)
   lean     the same model searching in rounds of --lean-batch candidates per task (default 8)
            instead of the ~23 a 1,000-trial budget gives 21 tasks: a pre-trained model needs less
            exploration per turn, and its estimate exists after the first, shorter pass (the
@@ -247,6 +251,9 @@ VARIANTS = ("ms-xgb", "learned", "instant", "warm", "instant-share", "warm-nhwc"
             "warm-focus-pop4-wshare128-online-evo-nchw16c",
             "warm-focus-pop4-w128-online-mix", "warm-focus-pop4-w128-online-mix-nchw8c",
             "warm-focus-pop4-w128-online-mix-nchw16c", "warm-focus-pop4-w128-online-mix-packed16",
+            "warm-focus-pop4-w128-online-steer", "warm-focus-pop4-w128-online-steer-nchw8c",
+            "warm-focus-pop4-w128-online-steer-nchw16c",
+            "warm-focus-pop4-w128-online-steer-packed16",
             )  # appended: the report's order and plot colours stay
 # VARIANT-GRAPH tunes the graph GRAPH
 LAYOUT_VARIANTS = ("nhwc", "nchw8c", "nchw16c", "packed8", "packed16")
@@ -480,7 +487,8 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "warm_by_trials": "-wt" in variant,
         "warm_spread": "-spread" in variant,
         "overlap_builds": "-ovl" in variant,
-        "tile_mix": TILE_MIX if "-mix" in variant else None,
+        "tile_mix": TILE_MIX if "-mix" in variant or "-steer" in variant else None,
+        "tile_steer": "-steer" in variant,
     }
 
 
@@ -568,6 +576,7 @@ def run_cell(network: str, variant: str, seed: int, args: argparse.Namespace,
         # builds cut by the run's build cap (None: no cap; cells before session 107 lack it)
         "builds_cut": result.builds_cut,
         "tile_mix": result.tile_mix,  # (None: off; cells before session 109 lack it)
+        "tile_steer": result.tile_steer,  # (cells before session 111 lack it)
         # the heaviest tasks' picks measured again before compiling (tasks.tuning.hold; cells
         # before 2026-11-28 15:00 have no such key: compiled from the search's database)
         "held": None if result.held is None else {

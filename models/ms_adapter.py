@@ -48,7 +48,7 @@ from models.dataset import dataset_from_features
 from models.feature_cache import DEFAULT_MAX_BYTES, FeatureCache
 from models.online_blend import PrequentialBlend, count_share
 from models.registry import create_model, load_model
-from models.tile_mix import lifted, trace_group
+from models.tile_mix import group_bests, lifted, steered, trace_group
 from models.trace_features import DIM as TRACE_DIM
 from models.trace_features import summarize, trace_matrix
 
@@ -102,7 +102,8 @@ class LearnedCostModel:
 
     def __init__(self, model: CostModel, hardware_name: str, hardware_vector: np.ndarray,
                  refit_every: int = REFIT_EVERY, strategy: str | None = None,
-                 online: int | None = None, blend: str = "count", mix: float | None = None):
+                 online: int | None = None, blend: str = "count", mix: float | None = None,
+                 steer: bool = False):
         if blend not in BLENDS:
             raise ValueError(f"blend {blend!r}: choose one of {BLENDS}")
         if model.takes_asm:
@@ -125,7 +126,9 @@ class LearnedCostModel:
         self.online_model: CostModel | None = None
         self.blend = PrequentialBlend(online) if online and blend == "prequential" else None
         self.mix = mix  # the share kept outside a task's dominant tile group (models/tile_mix)
+        self.steer = steer  # ... or outside its leading one, the quota steered by measurements
         self.groups_seen: dict[str, Counter] = {}  # task -> tile group -> programs measured
+        self.group_bests: dict[str, dict[Any, float]] = {}  # task -> tile group -> fastest
 
     def predict(self, features: list[np.ndarray],
                 traces: list[str] | np.ndarray | None = None) -> np.ndarray:
@@ -151,7 +154,8 @@ class LearnedCostModel:
         model already predicts the normalized throughput MetaSchedule expects. With an online
         model fitted, `task`'s measurements so far shift the weight from one to the other.
         With `mix`, the candidates' tile `groups` (models/tile_mix.py) lift other groups'
-        scores while `task` measured too few programs outside its dominant one."""
+        scores while `task` measured too few programs outside its dominant one; with `steer`
+        too, the groups its measurements favour (tile_mix.steered)."""
         self.predictions += len(features)
         if not features:
             return np.zeros(0)
@@ -163,7 +167,9 @@ class LearnedCostModel:
                      else count_share(measured, self.online))
             scores = (1 - share) * scores + share * self._online_scores(data)
         if self.mix and task is not None and groups is not None:
-            scores = lifted(scores, groups, self.groups_seen.get(task, Counter()), self.mix)
+            seen = self.groups_seen.get(task, Counter())
+            scores = (steered(scores, groups, seen, self.group_bests.get(task, {}), self.mix)
+                      if self.steer else lifted(scores, groups, seen, self.mix))
         return scores
 
     def _prior_scores(self, data) -> np.ndarray:
@@ -186,6 +192,7 @@ class LearnedCostModel:
                               np.array(latencies))
         if groups is not None:  # failed ones too: the quota counts what the search spent
             self.groups_seen.setdefault(task, Counter()).update(groups)
+            self.group_bests[task] = group_bests(groups, latencies, self.group_bests.get(task))
         feats, lats, seen_traces = self.seen.setdefault(task, ([], [], []))
         feats.extend(features)
         lats.extend(latencies)
@@ -227,14 +234,15 @@ class LearnedCostModel:
 def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = REFIT_EVERY,
                        strategy: str | None = None, cache_bytes: int = DEFAULT_MAX_BYTES,
                        online: int | None = None, blend: str = "count",
-                       mix: float | None = None):
+                       mix: float | None = None, steer: bool = False):
     """A MetaSchedule PyCostModel backed by the tenforge model saved at `model_path`, for
     hardware profile `profile` (its name and feature vector go with every candidate).
     `cache_bytes` bounds the features kept of candidates ranked before (0: extract always).
     `online`: blend in an online model (LearnedCostModel) at that many measurements a task,
     weighed by count or, `blend` "prequential", by the task's own batches (models/online_blend).
     `mix`: the share of a task's measurements kept outside its dominant tile group
-    (models/tile_mix.py; None: the model's order alone)."""
+    (models/tile_mix.py; None: the model's order alone); `steer`: the quota goes where the
+    task's measurements say (tile_mix.steered) rather than by the model's order."""
     import tvm_ffi
 
     from core.tvm_env import load_tvm
@@ -247,7 +255,7 @@ def learned_cost_model(model_path: str | Path, profile: Any, refit_every: int = 
 
     logic = LearnedCostModel(load_model(model_path), profile.name,
                              np.array(profile.feature_vector(), np.float32), refit_every,
-                             strategy, online, blend, mix)
+                             strategy, online, blend, mix, steer)
     extractor = PerStoreFeature(extract_workload=False)
     cache = FeatureCache(cache_bytes) if cache_bytes else None
 

@@ -95,3 +95,56 @@ def lifted(scores: np.ndarray, groups: Sequence[Hashable], measured: Counter,
     out = np.array(scores, dtype=float, copy=True)
     out[other] += gap
     return out
+
+
+# Steering (`steered`, session 111): the lift above spends its quota in the model's order
+# among the other groups. On the Zen 4's resnet18 (seed 8) that order put 14 of the quota's
+# trials on 4-lane programs and 4 on 16-lane ones, while the search without the mix found the
+# stem convolution's best in 16 lanes (2252 against 3137 us); on mobilenet_v2 (seed 14) the
+# mix never measured the stem's 16-wide programs, where XGB found its best (255 against 356
+# us). Steering lets measurements, not the model, choose where the quota goes.
+PROBES = 2  # groups never measured that one call lifts, in the model's order
+
+
+def group_bests(groups: Sequence[Hashable], latencies: Sequence[float],
+                bests: dict[Hashable, float] | None = None) -> dict[Hashable, float]:
+    """`bests` (group -> the lowest latency measured in it) updated with one batch; failed
+    runs (infinite latency) and programs without a group (None) leave it as it was."""
+    bests = dict(bests or {})
+    for group, latency in zip(groups, latencies):
+        if group is not None and np.isfinite(latency):
+            bests[group] = min(latency, bests.get(group, np.inf))
+    return bests
+
+
+def steered(scores: np.ndarray, groups: Sequence[Hashable], measured: Counter,
+            bests: dict[Hashable, float], share: float, probes: int = PROBES) -> np.ndarray:
+    """`scores` with chosen groups lifted so each one's best ties the top score; within a
+    group the model's order stands. The *leader* is the group holding the task's fastest
+    measured program (before any: the group of the best-scored program); it is always lifted,
+    so a group the measurements favour is searched even where the model prefers another.
+    While fewer than `share` of the `measured` programs (group -> count, failures too) lie
+    outside the leader, up to `probes` groups never measured (the model's best first) and the
+    *runner-up* (the other group with the fastest measured program) are lifted too: the
+    quota goes where a group has measured well, and each group present gets measured once."""
+    present = {g for g in groups if g is not None}
+    if len(present) < 2:
+        return scores
+    labels = np.array(groups, dtype=object)
+    top_of = {g: float(scores[labels == g].max()) for g in present}
+    leader = (min(bests, key=bests.get) if bests
+              else max(present, key=lambda g: (top_of[g], str(g))))
+    chosen = {leader} & present
+    total = sum(measured.values())
+    if total - measured[leader] < share * total or not total:
+        unprobed = sorted((g for g in present if not measured[g] and g != leader),
+                          key=lambda g: (-top_of[g], str(g)))
+        chosen.update(unprobed[:probes])
+        rivals = [g for g in bests if g != leader and g in present]
+        if rivals:
+            chosen.add(min(rivals, key=bests.get))
+    out = np.array(scores, dtype=float, copy=True)
+    top = float(scores.max())
+    for group in chosen:
+        out[labels == group] += top - top_of[group]
+    return out

@@ -368,6 +368,9 @@ def test_each_variant_sets_only_its_own_search_setting():
     assert mixed["tile_mix"] == TILE_MIX and cheap["tile_mix"] is None
     default = search_settings("warm-focus-pop4-w128-online-nchw16c", args)
     assert without(mixed, "tile_mix") == without(default, "tile_mix")
+    steer = search_settings("warm-focus-pop4-w128-online-steer-nchw16c", args)
+    assert steer["tile_mix"] == TILE_MIX and steer["tile_steer"] and not mixed["tile_steer"]
+    assert without(steer, "tile_steer") == without(mixed, "tile_steer")
     wide = search_settings("warm-focus-pop4-w128-b2x-nchw16c", args)
     assert wide["round_scale"] == 2 and cheap["round_scale"] == 1
     assert search_settings("warm-focus-pop4-w128-bhalf-nchw16c", args)["round_scale"] == 0.5

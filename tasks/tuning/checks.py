@@ -56,9 +56,14 @@ def check_online_blend(blend: str, online: int | None) -> None:
                             "(its count rule until a task's batches decide) or leave it out")
 
 
-def check_tile_mix(tile_mix: float | None, cost_model: str, scheduler: str) -> None:
-    """A tile mix (models/tile_mix.py) re-scores a learned model's picks in a search."""
+def check_tile_mix(tile_mix: float | None, cost_model: str, scheduler: str,
+                   steer: bool = False) -> None:
+    """A tile mix (models/tile_mix.py) re-scores a learned model's picks in a search; steering
+    directs its quota."""
     if tile_mix is None:
+        if steer:
+            raise TenforgeError("tile steering directs a tile mix's quota: give the mix's share "
+                                "(e.g. tile_mix=0.25) or leave steering off")
         return
     if not 0 < tile_mix < 1:
         raise TenforgeError(f"tile mix {tile_mix}: give the share of a task's measurements kept "

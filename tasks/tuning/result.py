@@ -76,6 +76,8 @@ class TuningResult:
     # the share of each task's measurements a learned search kept outside its dominant
     # innermost tile factor (models/tile_mix.py; None: the model's order alone)
     tile_mix: float | None = None
+    # the mix's quota steered by measurements (tile_mix.steered; False: the model's order)
+    tile_steer: bool = False
 
     @property
     def speedup(self) -> float:

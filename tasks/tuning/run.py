@@ -69,7 +69,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  warm_by_trials: bool = False, warm_spread: bool = False,
                  hold_top: int = HOLD_TOP, hold_share: float = HOLD_SHARE,
                  overlap_builds: bool = False, rerank: Rerank | None = None,
-                 build_cap: bool = True, tile_mix: float | None = None) -> TuningResult:
+                 build_cap: bool = True, tile_mix: float | None = None,
+                 tile_steer: bool = False) -> TuningResult:
     """Tune `network` on `profile` (see the module docstring). The MetaSchedule JSON database
     (the tuned schedules) is written to `work_dir`. `trials_per_iter` (candidates measured
     per turn of a task) defaults to what gives every tuned task at least two turns, and
@@ -141,7 +142,9 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     slower than the run's others is cut (tasks/measure/build_cap.py), so one 40 s compile
     does not hold a round; off, every build has the settings' timeout. `tile_mix` (a learned
     search; None: off): keep that share of each task's measured programs outside the innermost
-    tile factor it measured most (models/tile_mix.py; models.tile_mix.TILE_MIX)."""
+    tile factor it measured most (models/tile_mix.py; models.tile_mix.TILE_MIX); `tile_steer`
+    keeps them outside the factor that measured fastest, spent where the measurements say
+    (tile_mix.steered)."""
     from core.tvm_env import load_tvm, structural_hash_hex
     from tasks.measure import BuildCap, Measurer, WorkerFailure
     from tasks.ms_backend import ms_builder, ms_runner
@@ -166,7 +169,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
         check_positive_ints(**given)
     check_online_blend(online_blend, online)
-    check_tile_mix(tile_mix, cost_model, scheduler)
+    check_tile_mix(tile_mix, cost_model, scheduler, tile_steer)
     tvm = load_tvm(profile.target)
     from tvm.s_tir import meta_schedule as ms
 
@@ -219,7 +222,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
 
         model = learned_cost_model(cost_model, profile, refit_every or REFIT_EVERY,
                                    cache_bytes=DEFAULT_MAX_BYTES if feature_cache else 0,
-                                   online=online, blend=online_blend, mix=tile_mix)
+                                   online=online, blend=online_blend, mix=tile_mix,
+                                   steer=tile_steer)
     focus = bool(warm_start) and warm_focus
     warm_turn = min(1.0, warm_start / trials_per_iter) if focus and warm_by_trials else None
     database = ms.database.JSONDatabase(work_dir=str(work_dir))
@@ -356,7 +360,8 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
         online_blend=online_blend if model != "xgb" and online else None,
         online_shares=blend_shares or None, warm_turn=warm_turn, held=held,
         overlap_builds=overlap_builds and not instant, rerank=reranked,
-        builds_cut=cap.cut if cap else None, tile_mix=tile_mix if model != "xgb" else None)
+        builds_cut=cap.cut if cap else None, tile_mix=tile_mix if model != "xgb" else None,
+        tile_steer=tile_steer and model != "xgb")
     report(f"tuned end-to-end: {result.tuned['latency_s'] * 1e3:.3f} ms "
            f"({result.speedup:.2f}x faster than untuned; {result.tuned['tuned_functions']} of "
            f"{result.tuned['tir_functions']} functions from the database)")

@@ -107,7 +107,7 @@ def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     model.save(tmp_path / "model")
     result = subprocess.run([sys.executable, str(ROOT / "tests/models/tune_with_learned_model.py"),
                              str(tmp_path / "work"), str(tmp_path / "model"), "8", "4", "16",
-                             "0.25"],
+                             "0.25", "steer"],
                             capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     done = json.loads(result.stdout.strip().splitlines()[-1])
@@ -115,10 +115,13 @@ def test_tune_tir_with_a_learned_model(seed_store, tmp_path):
     assert done["predictions"] >= 8      # the search ranked its candidates with our model
     assert done["refits"] >= 1            # and folded the measurements in
     assert done["online"]                 # with an online model beside it (online=16)
-    # and a tile mix (0.25) that read each measured program's innermost tile factor: 64x64
+    # and a steered tile mix (0.25) that read each measured program's innermost tile factor: 64x64
     # splits into factors of 64, each a power of two
     assert sum(done["groups"].values()) == 8
     assert all(int(g) in (1, 2, 4, 8, 16, 32, 64) for g in done["groups"])
+    # steered (tile_mix.steered): each measured group's fastest program kept, in seconds
+    assert set(done["bests"]) <= set(done["groups"]) and done["bests"]
+    assert all(0 < t < 1 for t in done["bests"].values())
     # what it measured it had ranked: the update's features came from the cache
     assert done["feature_hits"] >= done["records"]
 

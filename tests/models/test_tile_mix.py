@@ -10,7 +10,7 @@ import pytest
 from core.errors import TenforgeError
 from models.ms_adapter import LearnedCostModel
 from models.registry import create_model
-from models.tile_mix import innermost_group, json_group, lifted, trace_group
+from models.tile_mix import group_bests, innermost_group, json_group, lifted, steered, trace_group
 from tasks.tuning.checks import check_tile_mix
 from tests.models.synthetic import synthetic_dataset
 
@@ -84,6 +84,69 @@ def test_the_adapter_counts_each_tasks_groups_and_lifts_its_scores():
     np.testing.assert_array_equal(mixed.search_scores(feats, task="t", groups=groups), base)
 
 
+def test_group_bests_keep_each_groups_fastest_valid_program():
+    bests = group_bests([16, 8, 16, None, 4], [3.0, 2.0, 1.5, 0.1, np.inf])
+    assert bests == {16: 1.5, 8: 2.0}  # a failure and a program without a group count not
+    assert group_bests([8, 4], [2.5, 9.0], bests) == {16: 1.5, 8: 2.0, 4: 9.0}
+    assert bests == {16: 1.5, 8: 2.0}  # the earlier map is left as it was
+
+
+def test_steering_lifts_the_group_that_measured_fastest():
+    scores = np.array([0.98, 0.95, 0.60, 0.55, 0.10])
+    groups = [8, 8, 16, 16, 4]
+    # the model prefers 8; 16 measured fastest and the quota is met: 16 alone is lifted
+    out = steered(scores, groups, Counter({8: 6, 16: 3}), {8: 3.1, 16: 2.2}, share=0.25)
+    np.testing.assert_allclose(out, [0.98, 0.95, 0.98, 0.93, 0.10])
+    # the leader the model prefers already, the quota met: the model's order stands
+    np.testing.assert_array_equal(
+        steered(scores, groups, Counter({8: 6, 16: 3}), {8: 2.0, 16: 2.2}, 0.25), scores)
+
+
+def test_steering_spends_the_quota_on_unprobed_groups_then_the_runner_up():
+    scores = np.array([0.98, 0.90, 0.70, 0.40, 0.20, 0.05])
+    groups = [8, 4, 4, 16, 2, 1]
+    # nothing measured: the model's top group leads; two unprobed groups, its best first
+    out = steered(scores, groups, Counter(), {}, share=0.25, probes=2)
+    np.testing.assert_allclose(out, [0.98, 0.98, 0.78, 0.98, 0.20, 0.05])
+    # 4 and 16 probed, 4 faster: the quota goes to 4 (the runner-up) and the next unprobed, 2
+    measured, bests = Counter({8: 20, 4: 1, 16: 1}), {8: 1.0, 4: 3.0, 16: 5.0}
+    out = steered(scores, groups, measured, bests, 0.25, probes=1)
+    np.testing.assert_allclose(out, [0.98, 0.98, 0.78, 0.40, 0.98, 0.05])
+    # every group probed: the runner-up alone, even one the model scores low
+    everyone = Counter({8: 20, 4: 1, 16: 1, 2: 1, 1: 1})
+    out = steered(scores, groups, everyone, {8: 1.0, 4: 3.0, 16: 5.0, 2: 9.0, 1: 2.0}, 0.25)
+    np.testing.assert_allclose(out, [0.98, 0.90, 0.70, 0.40, 0.20, 0.98])
+    # the quota met: the leader alone (already the top here)
+    met = Counter({8: 6, 4: 1, 16: 1, 2: 1, 1: 1})
+    np.testing.assert_array_equal(steered(scores, groups, met, bests, 0.25), scores)
+
+
+def test_steering_leaves_one_group_or_none_alone():
+    scores = np.array([0.9, 0.5, 0.7])
+    np.testing.assert_array_equal(steered(scores, [16, 16, None], Counter(), {}, 0.25), scores)
+    np.testing.assert_array_equal(steered(scores, [None] * 3, Counter(), {}, 0.25), scores)
+    assert steered(np.zeros(0), [], Counter(), {}, 0.25).shape == (0,)
+    # a leader the candidates lack is not lifted; the others compete as usual
+    out = steered(scores, [16, 8, 8], Counter({32: 9}), {32: 1.0}, 0.25)
+    np.testing.assert_allclose(out, [0.9, 0.7, 0.9])  # 8 unprobed, lifted; 16 unprobed, top
+
+
+def test_the_adapter_steers_by_each_tasks_fastest_groups():
+    data = synthetic_dataset()
+    model = create_model("xgb", n_estimators=20, loss="rank")
+    model.fit(data)
+    feats = [data.candidate_features(i) for i in range(12)]
+    groups = [16] * 6 + [8] * 6
+    plain = LearnedCostModel(model, "hw-a", data.hardware_features[0])
+    steering = LearnedCostModel(model, "hw-a", data.hardware_features[0], mix=0.25, steer=True)
+    base = plain.search_scores(feats, task="t", groups=groups)
+    steering.update("t", feats[:4], [2.0, 1.0, np.inf, 3.0], groups=[16, 8, 8, 16])
+    assert steering.group_bests == {"t": {16: 2.0, 8: 1.0}}
+    np.testing.assert_allclose(steering.search_scores(feats, task="t", groups=groups),
+                               steered(base, groups, Counter({16: 2, 8: 2}), {16: 2.0, 8: 1.0},
+                                       0.25))
+
+
 def test_a_tile_mix_is_refused_where_it_cannot_act():
     check_tile_mix(None, "xgb", "gradient")
     check_tile_mix(0.25, "data/models/m", "gradient")
@@ -93,3 +156,6 @@ def test_a_tile_mix_is_refused_where_it_cannot_act():
     for model, scheduler in (("xgb", "gradient"), ("data/models/m", "instant")):
         with pytest.raises(TenforgeError, match="learned model's picks in a search"):
             check_tile_mix(0.25, model, scheduler)
+    with pytest.raises(TenforgeError, match="directs a tile mix's quota"):
+        check_tile_mix(None, "data/models/m", "gradient", steer=True)
+    check_tile_mix(0.25, "data/models/m", "gradient", steer=True)

@@ -2,7 +2,7 @@
 print what the adapter did as JSON (a fresh process: tune_tir imports every tensor intrinsic).
 
     python tests/models/tune_with_learned_model.py WORK_DIR MODEL_PATH TRIALS REFIT_EVERY \
-        [ONLINE [MIX]]
+        [ONLINE [MIX [steer]]]
 """
 
 import json
@@ -17,7 +17,7 @@ bootstrap()
 
 
 def main(work_dir: str, model_path: str, trials: int, refit_every: int,
-         online: int | None = None, mix: float | None = None) -> None:
+         online: int | None = None, mix: float | None = None, steer: bool = False) -> None:
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import detect_local_profiles
     from tasks.measure import Measurer
@@ -25,7 +25,7 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int,
 
     profile = detect_local_profiles()[-1]  # 1 thread
     cost_model = learned_cost_model(model_path, profile, refit_every=refit_every, online=online,
-                                    mix=mix)
+                                    mix=mix, steer=steer)
     import tvm
     from tvm import te
     from tvm.s_tir import meta_schedule as ms
@@ -53,10 +53,14 @@ def main(work_dir: str, model_path: str, trials: int, refit_every: int,
                       # a mix's tile groups of what was measured (models/tile_mix.py)
                       "groups": {str(g): n for counts in logic.groups_seen.values()
                                  for g, n in counts.items()},
+                      # and, steering, each group's fastest (tile_mix.steered)
+                      "bests": {str(g): t for bests in logic.group_bests.values()
+                                for g, t in bests.items()},
                       "records": len(database.get_all_tuning_records())}))
 
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
          int(sys.argv[5]) if len(sys.argv) > 5 else None,
-         float(sys.argv[6]) if len(sys.argv) > 6 else None)
+         float(sys.argv[6]) if len(sys.argv) > 6 else None,
+         len(sys.argv) > 7 and sys.argv[7] == "steer")
