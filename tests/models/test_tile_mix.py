@@ -65,15 +65,21 @@ def test_no_lift_once_the_share_is_met_or_with_one_group():
     assert lifted(np.zeros(0), [], Counter(), 0.25).shape == (0,)
 
 
-def test_the_adapter_counts_each_tasks_groups_and_lifts_its_scores():
+def _adapters(**mixing):
+    """12 candidates' features and tile groups (6 of 16, 6 of 8), an adapter without a mix and
+    one with `mixing`, and the plain adapter's scores."""
     data = synthetic_dataset()
     model = create_model("xgb", n_estimators=20, loss="rank")
     model.fit(data)
     feats = [data.candidate_features(i) for i in range(12)]
     groups = [16] * 6 + [8] * 6
     plain = LearnedCostModel(model, "hw-a", data.hardware_features[0])
-    mixed = LearnedCostModel(model, "hw-a", data.hardware_features[0], mix=0.25)
-    base = plain.search_scores(feats, task="t", groups=groups)
+    mixed = LearnedCostModel(model, "hw-a", data.hardware_features[0], **mixing)
+    return data, feats, groups, plain, mixed, plain.search_scores(feats, task="t", groups=groups)
+
+
+def test_the_adapter_counts_each_tasks_groups_and_lifts_its_scores():
+    data, feats, groups, plain, mixed, base = _adapters(mix=0.25)
     assert np.array_equal(base, plain.search_scores(feats))  # no mix: groups change nothing
     dominant = groups[int(np.argmax(base))]
     np.testing.assert_allclose(mixed.search_scores(feats, task="t", groups=groups),
@@ -132,14 +138,7 @@ def test_steering_leaves_one_group_or_none_alone():
 
 
 def test_the_adapter_steers_by_each_tasks_fastest_groups():
-    data = synthetic_dataset()
-    model = create_model("xgb", n_estimators=20, loss="rank")
-    model.fit(data)
-    feats = [data.candidate_features(i) for i in range(12)]
-    groups = [16] * 6 + [8] * 6
-    plain = LearnedCostModel(model, "hw-a", data.hardware_features[0])
-    steering = LearnedCostModel(model, "hw-a", data.hardware_features[0], mix=0.25, steer=True)
-    base = plain.search_scores(feats, task="t", groups=groups)
+    _, feats, groups, _, steering, base = _adapters(mix=0.25, steer=True)
     steering.update("t", feats[:4], [2.0, 1.0, np.inf, 3.0], groups=[16, 8, 8, 16])
     assert steering.group_bests == {"t": {16: 2.0, 8: 1.0}}
     np.testing.assert_allclose(steering.search_scores(feats, task="t", groups=groups),
