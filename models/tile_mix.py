@@ -102,7 +102,11 @@ def lifted(scores: np.ndarray, groups: Sequence[Hashable], measured: Counter,
 # trials on 4-lane programs and 4 on 16-lane ones, while the search without the mix found the
 # stem convolution's best in 16 lanes (2252 against 3137 us); on mobilenet_v2 (seed 14) the
 # mix never measured the stem's 16-wide programs, where XGB found its best (255 against 356
-# us). Steering lets measurements, not the model, choose where the quota goes.
+# us). Steering lets measurements, not the model, choose where the quota goes. Measured
+# (session 111, docs/tuning-results.md): it won seed 8's stem (2205 us) and lost resnet18's
+# seed 9 and mobilenet_v2's seed 14, where an early scalar program led the stem and took 58 of
+# its 82 trials: a leader chosen by one fast program among few measured is noise. A bench
+# variant (`-steer`), off by default.
 PROBES = 2  # groups never measured that one call lifts, in the model's order
 
 
