@@ -25,7 +25,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            warm_start: PositiveInt | None = None, graph: Graph | None = None,
            trials_per_round: PositiveInt | None = None,
            warm_samples: PositiveInt | None = None, hold_top: NonNegativeInt | None = None,
-           rerank_model: str | None = None, db: str | None = None) -> dict:
+           rerank_model: str | None = None, tile_mix: float | None = None,
+           db: str | None = None) -> dict:
     """Tune `network` on `hardware` and record what it gained.
 
     Args:
@@ -76,12 +77,19 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             scheduler or a warm start on an x86 CPU, it re-orders each task's top 32 picks by
             their compiled code before they are measured (tasks/asm_rerank.py; a build each;
             on the Zen 4 no better than measuring for that time, docs/tuning-results.md).
+        tile_mix: with a learned model and a searching scheduler, the share of each task's
+            measurements kept outside the innermost tile factor it measured most (0.25 in
+            the bench; models/tile_mix.py): a pre-trained model can favour one vector width
+            that is not this CPU's fastest and rank badly within it. On the Zen 4 it reached
+            MetaSchedule's final sooner than the default search in every median over nine
+            cells (resnet18, mobilenet_v2), moved nothing on BERT, and is not yet measured on
+            another CPU (docs/tuning-results.md). Default: off.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,
                            flops_share, batch_size, seed, population, out, input_size,
                            warm_start, graph, trials_per_round, warm_samples, hold_top,
-                           rerank_model)
+                           rerank_model, tile_mix)
     print(spec.model_choice)
     run_id = current_run_id()
     with recorded_run(spec.db, run_id, "retune", spec.as_run_params(), spec.hardware) as summary:

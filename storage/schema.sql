@@ -211,7 +211,9 @@ CREATE TABLE tuning_runs (
     rerank_model        VARCHAR,              -- an asm model re-ordered the picks by their
     rerank_builds       INTEGER,              -- code, building this many (tasks.asm_rerank)
     rerank_build_s      DOUBLE,               -- in this long (NULL: no re-ranking)
-    builds_cut          INTEGER               -- builds the run's build cap cut (NULL: no cap)
+    builds_cut          INTEGER,              -- builds the run's build cap cut (NULL: no cap)
+    tile_mix            DOUBLE                -- a learned search's share kept outside a task's
+                                              -- dominant tile group (NULL: no mix)
 );
 
 -- Best-so-far after every measured batch of a tuning run.

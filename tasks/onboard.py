@@ -103,8 +103,8 @@ def validate_onboard(db: str | None, hardware: str, candidates: int, parent: str
 
 
 def model_for_tuning(db: str, hardware: str) -> str | None:
-    """The model retune would pick for `hardware` now (tasks.retune.best_model)."""
-    from tasks.retune import best_model
+    """The model retune would pick for `hardware` now (tasks.retune_model.best_model)."""
+    from tasks.retune_model import best_model
 
     with Store(db, read_only=True) as store:
         return best_model(store, hardware)

@@ -7,9 +7,7 @@ run's database folder, so the previous best result stays as it was.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,120 +18,15 @@ from storage import queries
 from storage.ms_database import MS_DATABASE_FILES, RECORD_FILE
 from storage.store import Store
 from tasks.hardware import check_runnable_here, resolve_profile
+from tasks.retune_model import BASELINE, choose_model, rerank_artifact
 from tasks.retune_record import curve_rows, profile_hash, tuning_row
-from tasks.sampling import FEATURE_EXTRACTOR  # what the MetaSchedule adapter feeds a model
-from tasks.shipped import SHIPPED, ShippedModel, require_shipped_for, shipped_for
 from tasks.sources import Workload
 from tasks.tuning.hold import HOLD_TOP, check_hold_top
-
-BASELINE = "metaschedule-xgb"  # MetaSchedule's own XGBModel, trained from scratch while tuning
 
 
 def tuning_dir(db: str) -> Path:
     """Tuning databases live next to the store: <store folder>/tuning/<tuning id>/."""
     return Path(db).resolve().parent / "tuning"
-
-
-def best_model(store: Store, hardware: str) -> str | None:
-    """The registered model to tune `hardware` with: the best top-1 measured on this profile's
-    held-out tasks (`model_evaluations`, written by transfer and onboard), else the best held-out
-    top-1 among models trained on this profile's data, else among all models (they take
-    hardware features as inputs); None when nothing is registered."""
-    return queries.best_model_id(store, hardware, FEATURE_EXTRACTOR)
-
-
-def explain_choice(row: dict[str, Any], hardware: str, asked: bool,
-                   top1_here: float | None = None) -> str:
-    """Why this model tunes `hardware`, and a warning when it never saw that profile's data
-    and was never measured on it."""
-    spec = json.loads(row["data_spec_json"])
-    trained_on = list(spec.get("hardware") or [])
-    top1 = json.loads(row["metrics_json"] or "{}").get("peak1")
-    why = ("as asked" if asked else
-           f"the best top-1 measured on {hardware}'s held-out tasks ({top1_here:.3f})"
-           if top1_here is not None else
-           f"the best held-out top-1 ({top1:.3f})" if isinstance(top1, (int, float)) else
-           "the newest registered model (no held-out score)")
-    head = f"cost model {row['model_id']} ({row['kind']}): {why}"
-    if hardware in trained_on:
-        return f"{head}; trained on {hardware}'s data"
-    if top1_here is not None:
-        return f"{head}; trained on {', '.join(trained_on)}, measured here"
-    return (f"{head}; WARNING: it has never seen {hardware}'s data (trained on "
-            f"{', '.join(trained_on) or 'nothing recorded'}) and ranks from hardware features "
-            f"alone; `tenforge onboard --hardware {hardware}` measures and adapts one here")
-
-
-def _best_registered(db: str, hardware: str) -> str | None:
-    """best_model of the store at `db` (None: no store, or no model in it)."""
-    if not Path(db).exists():
-        return None
-    with Store(db, read_only=True) as store:
-        return best_model(store, hardware)
-
-
-def shipped_choice(shipped: ShippedModel, hardware: str, asked: bool) -> str:
-    """Why the shipped model tunes `hardware`: asked for, or the store has no model yet."""
-    lineage = shipped.lineage
-    top1 = lineage.get("metrics", {}).get("mean_network_top1", float("nan"))
-    held = ", ".join(lineage.get("split", {}).get("holdout") or ()) or "none"
-    trained = list(lineage.get("data_spec", {}).get("hardware") or ())
-    why = "as asked" if asked else "shipped with tenforge; this store has no model of its own"
-    seen = ("trained on its data" if hardware in trained else
-            "it never saw this profile's data and ranks from hardware features alone "
-            f"(`tenforge onboard --hardware {hardware}` adapts it here)")
-    return (f"cost model {shipped.model_id} ({shipped.kind}): {why}; trained on "
-            f"{', '.join(trained)}, "
-            f"held-out networks ({held}) mean top-1 {top1:.3f}; {seen}")
-
-
-def check_model_fits(store: Store, row: dict[str, Any], profile: HardwareProfile) -> None:
-    """Refuse a model that cannot score this profile's candidates: other features, or trained
-    only on another kind of target (a GPU model for a CPU, say)."""
-    spec = json.loads(row["data_spec_json"])
-    if spec.get("extractor") != FEATURE_EXTRACTOR:
-        raise TenforgeError(f"model {row['model_id']} was trained on {spec.get('extractor')!r} "
-                            f"features but tuning feeds {FEATURE_EXTRACTOR!r}; pick another "
-                            f"model (`tenforge models`) or --cost-model {BASELINE}")
-    if spec.get("asm"):  # models/ms_adapter.py would refuse it too, once the flow had started
-        raise TenforgeError(f"model {row['model_id']} reads the assembly columns, a build per "
-                            "candidate: it ranks stored candidates, not a search's; pick a "
-                            f"model trained without asm_features or --cost-model {BASELINE} "
-                            "(an asm model can re-order a model's top picks: --rerank-model)")
-    names = list(spec.get("hardware") or [])
-    kinds = queries.target_kinds(store, names)
-    if kinds and profile.target_kind not in kinds:
-        raise TenforgeError(f"model {row['model_id']} was trained on {', '.join(sorted(kinds))} "
-                            f"targets only, not {profile.target_kind}; pick another model or "
-                            f"--cost-model {BASELINE}")
-
-
-def registered_model(store: Store, model_id: str) -> dict[str, Any]:
-    """Model `model_id`'s row, its artifact known to be on disk: one-line errors for an
-    unknown id or a missing artifact."""
-    row = store.model_row(model_id)  # an unknown id fails here, in one line
-    if not Path(row["path"]).exists():
-        raise TenforgeError(f"model {model_id}'s artifact {row['path']} is missing; retrain it "
-                            "or pick another model")
-    return row
-
-
-def rerank_artifact(db: str, model_id: str, profile: HardwareProfile,
-                    instant_or_warm: bool) -> str:
-    """The artifact of `db`'s model `model_id` as a re-rank model for `profile`, checked
-    before any work (tasks.asm_rerank.checked_rerank_model): one-line errors also for a
-    search that measures no model's picks first (`instant_or_warm` False)."""
-    from tasks.asm_rerank import Rerank, checked_rerank_model
-
-    if not instant_or_warm:
-        raise TenforgeError("--rerank-model re-orders the learned model's picks before they are "
-                            "measured: use it with --scheduler instant or a --warm-start")
-    if not Path(db).exists():
-        raise TenforgeError(f"store {db} does not exist, so it has no model {model_id!r}")
-    with Store(db, read_only=True) as store:
-        path = str(registered_model(store, model_id)["path"])
-    checked_rerank_model(Rerank(path), profile)
-    return path
 
 
 @dataclass(frozen=True)
@@ -162,20 +55,7 @@ class RetuneSpec(Spec):
     hold_top: int = HOLD_TOP  # a heavy task's best records the hold may measure (0: no hold)
     rerank_model: str | None = None  # an asm model re-ordering the picks (tasks.asm_rerank)
     rerank_path: str | None = None  # its artifact
-
-
-def check_loadable(path: str) -> None:
-    """Load the artifact once per process and file version: the CLI's validation and the
-    flow's (same process) then pay one load, and the tuning run the other."""
-    _loaded(path, Path(path).stat().st_mtime_ns)
-
-
-@lru_cache(maxsize=4)
-def _loaded(path: str, _mtime_ns: int) -> bool:
-    from models.registry import load_model
-
-    load_model(path)
-    return True
+    tile_mix: float | None = None  # a search's share kept outside a task's dominant tile group
 
 
 def validate_retune(db: str | None, network: str, hardware: str, trials: int,
@@ -187,7 +67,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                     trials_per_round: int | None = None,
                     warm_samples: int | None = None,
                     hold_top: int | None = None,
-                    rerank_model: str | None = None) -> RetuneSpec:
+                    rerank_model: str | None = None,
+                    tile_mix: float | None = None) -> RetuneSpec:
     """Check every retune parameter before any work; return them resolved (the cost model
     chosen, the profile's real name)."""
     from core.graphs import check_graph, default_graph, resolve_graph
@@ -195,7 +76,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.networks import ZOO
     from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
-    from tasks.tuning.checks import check_warm_samples, check_warm_start
+    from tasks.tuning.checks import check_tile_mix, check_warm_samples, check_warm_start
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
@@ -238,42 +119,13 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
         raise TenforgeError(f"the instant scheduler ranks candidates with a learned model; "
                             f"{BASELINE} starts untrained: name a registered model or leave "
                             "--cost-model out")
-    model_path = None
-    choice = (f"cost model {BASELINE}: as asked" if cost_model == BASELINE else
-              f"cost model {BASELINE}: no registered model (train one with `tenforge search` "
-              "or `tenforge onboard`)")
-    shipped = None
-    registered = None if cost_model is not None else _best_registered(path, profile.name)
-    if cost_model == SHIPPED:
-        shipped = require_shipped_for(profile)
-    elif cost_model is None and registered is None:
-        shipped = shipped_for(profile)  # a fresh install: the model tenforge ships, if any
-    if shipped is not None:
-        choice = shipped_choice(shipped, profile.name, asked=cost_model == SHIPPED)
-        model_path, cost_model = str(shipped.path), shipped.model_id
-        check_loadable(model_path)
-    elif cost_model != BASELINE:
-        if not Path(path).exists():
-            if cost_model is not None:
-                raise TenforgeError(f"store {path} does not exist, so it has no model "
-                                    f"{cost_model!r}; train one or use --cost-model {BASELINE}")
-        else:
-            with Store(path, read_only=True) as store:
-                chosen = cost_model or registered
-                if chosen is not None:
-                    row = registered_model(store, chosen)
-                    check_model_fits(store, row, profile)
-                    model_path = row["path"]
-                    check_loadable(model_path)  # a damaged artifact: refused here, not mid-run
-                    choice = explain_choice(row, profile.name, asked=cost_model is not None,
-                                            top1_here=queries.measured_top1(
-                                                store, chosen, profile.name))
-            cost_model = chosen
+    cost_model, model_path, choice = choose_model(path, profile, cost_model)
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
     check_warm_start(warm_start, model_path or "xgb", scheduler)
     warm_samples = check_warm_samples(warm_samples, warm_start)
+    check_tile_mix(tile_mix, model_path or "xgb", scheduler)
     hold_top = check_hold_top(hold_top)
     rerank_path = (None if rerank_model is None else rerank_artifact(
         path, rerank_model, profile, scheduler == "instant" or bool(warm_start)))
@@ -286,7 +138,8 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
                       seed=seed, population=population,
                       model_choice=choice, out=out, warm_start=warm_start, graph=graph,
                       trials_per_round=trials_per_round, warm_samples=warm_samples,
-                      hold_top=hold_top, rerank_model=rerank_model, rerank_path=rerank_path)
+                      hold_top=hold_top, rerank_model=rerank_model, rerank_path=rerank_path,
+                      tile_mix=tile_mix)
 
 
 def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] | None:
@@ -311,6 +164,7 @@ def unchanged_since_last(spec: RetuneSpec, network_hash: str) -> dict[str, Any] 
             and last.get("warm_samples") == spec.warm_samples
             and last.get("hold_top") == spec.hold_top
             and last.get("rerank_model") == spec.rerank_model
+            and last.get("tile_mix") == spec.tile_mix
             and (last.get("graph") or "exported") == spec.graph)
     return last if same else None
 
@@ -400,7 +254,8 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           warm_samples=spec.warm_samples or WARM_SAMPLES,
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,
-                          hold_top=spec.hold_top, report=report, on_trials=on_trials,
+                          hold_top=spec.hold_top, tile_mix=spec.tile_mix,
+                          report=report, on_trials=on_trials,
                           rerank=Rerank(spec.rerank_path) if spec.rerank_path else None)
     row, curve = tuning_row(spec, result, profile, tuning_id), curve_rows(result)
     with Store(spec.db) as store, store.transaction():

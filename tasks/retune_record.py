@@ -64,6 +64,7 @@ def tuning_row(spec: RetuneSpec, result: TuningResult, profile: HardwareProfile,
         "rerank_builds": (result.rerank or {}).get("built"),
         "rerank_build_s": (result.rerank or {}).get("build_s"),
         "builds_cut": result.builds_cut,
+        "tile_mix": result.tile_mix,
     }
 
 

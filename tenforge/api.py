@@ -94,13 +94,10 @@ def retune(network: str, hardware: str = "local", trials: int = 64,
     _ready()
     from tasks.retune import validate_retune
 
+    checked = {k: v for k, v in options.items() if k != "force"}  # the flow's own switch
     validate_retune(db, network, hardware, trials, minutes, cost_model,
-                    options.get("scheduler", "gradient"), options.get("flops_share", 0.9),
-                    options.get("batch_size", 1), options.get("seed", 0),
-                    options.get("population"), out, options.get("input_size"),
-                    options.get("warm_start"), options.get("graph"),
-                    options.get("trials_per_round"), options.get("warm_samples"),
-                    options.get("hold_top"))
+                    checked.pop("scheduler", "gradient"), checked.pop("flops_share", 0.9),
+                    checked.pop("batch_size", 1), checked.pop("seed", 0), out=out, **checked)
     from flows.retune import retune as flow
 
     return flow(network=network, hardware=hardware, trials=trials, minutes=minutes,
@@ -143,7 +140,7 @@ def cost_model(model_id: str | None = None, hardware: str = "local",
     from core.errors import TenforgeError
     from models.ms_adapter import learned_cost_model
     from tasks.hardware import resolve_profile
-    from tasks.retune import best_model, check_model_fits
+    from tasks.retune_model import best_model, check_model_fits
     from tasks.tuning.run import ONLINE_BLEND, ONLINE_HALF
 
     profile = resolve_profile(hardware)

@@ -18,8 +18,12 @@ try:
     tenforge.compile("tiny_cnn", out="lib", hardware="local-1t", db={db!r})
 except tenforge.TenforgeError as exc:
     refused = str(exc)
+try:  # a retune's options are checked before any work, the search's ones too
+    tenforge.retune("tiny_cnn", hardware="local-1t", db={db!r}, tile_mix=1.5, seed=1)
+except tenforge.TenforgeError as exc:
+    mix = str(exc)
 import models
-print(json.dumps({{"models": count, "refused": refused,
+print(json.dumps({{"models": count, "refused": refused, "mix": mix,
                   "cost_model": type(cost_model).__name__, "floor": models.__file__,
                   "functions": [f for f in tenforge.__all__ if callable(getattr(tenforge, f))]}}))
 """
@@ -42,6 +46,7 @@ def test_import_tenforge_works_outside_the_checkout(pretrained_store, tmp_path):
     assert answer["models"] == 1 and answer["cost_model"] == "TenforgeCostModel"
     assert "no retune of tiny_cnn on" in answer["refused"]  # one line, nothing written
     assert not (tmp_path / "lib").exists()
+    assert answer["mix"].startswith("tile mix 1.5: give the share")
     assert Path(answer["floor"]).parent.parent == Path(__file__).resolve().parents[1]
     assert answer["functions"] == ["collect", "search", "pretrain", "transfer", "retune",
                                    "compile", "open_store", "cost_model", "TenforgeError"]

@@ -89,7 +89,8 @@ def cmd_retune(args: argparse.Namespace) -> int:
                   population=args.population, out=args.out, input_size=args.input_size,
                   warm_start=args.warm_start, graph=args.graph,
                   trials_per_round=args.trials_per_round, warm_samples=args.warm_samples,
-                  hold_top=args.hold_top, rerank_model=args.rerank_model)
+                  hold_top=args.hold_top, rerank_model=args.rerank_model,
+                  tile_mix=args.tile_mix)
     spec = validate_retune(args.db, **params)
     from flows.retune import retune
 

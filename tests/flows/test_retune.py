@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from models.tile_mix import TILE_MIX
 from storage.store import Store
 from tasks.constraints import rules_for
 from tasks.hardware import resolve_profile
@@ -221,6 +222,11 @@ BAD_REQUESTS = [
     ([*RETUNE, "--rerank-model", "any"], "--rerank-model re-orders the learned model's picks"),
     ([*RETUNE, "--scheduler", "instant", "--rerank-model", "no-such-model"],
      "no model 'no-such-model'"),
+    ([*RETUNE, "--tile-mix", "1.5"], "tile mix 1.5: give the share of a task's measurements"),
+    ([*RETUNE, "--tile-mix", "--cost-model", "metaschedule-xgb"],
+     "a tile mix re-scores a learned model's picks in a search"),
+    ([*RETUNE, "--scheduler", "instant", "--tile-mix", "0.3"],
+     "a tile mix re-scores a learned model's picks in a search"),
 ]
 
 
@@ -440,10 +446,12 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
         store_with_model):
     """--warm-start K: the model's top K per task (of --warm-samples N ranked) are measured
     before the search, out of the same budget; the estimate exists once they are, and the
-    search spends the rest."""
+    search spends the rest (with the tile mix: the bench's learned search, bar its
+    population)."""
     db, model_id = store_with_model
     result = run_cli(*RETUNE, "--warm-start", "2", "--warm-samples", "48", "--trials", "24",
-                     "--flops-share", "1.0", "--hold-top", "0", "--force", "--db", db)
+                     "--flops-share", "1.0", "--hold-top", "0", "--tile-mix", "--force",
+                     "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
     assert "warm start: per task, rank 48 sampled candidates with the model and measure the " \
@@ -453,6 +461,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     assert newest["warm_samples"] == 48
     assert newest["hold_top"] == 0 and newest["held_tasks"] is None  # asked for no hold
     assert newest["warm_focus"] is True  # the search skipped the blind pass (the default)
+    assert newest["tile_mix"] == TILE_MIX  # --tile-mix alone: the bench's share
     # MetaSchedule's last round may overshoot the budget by part of a batch
     assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
     tasks = newest["tasks_tuned"]
