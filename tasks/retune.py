@@ -1,5 +1,6 @@
-"""Plain steps of the `retune` flow (no Prefect): check the request, pick the cost model,
-decide whether anything changed since the last run, tune, and store the result.
+"""Plain steps of the `retune` flow (no Prefect): check the request, pick the cost model
+(tasks/retune_model.py), decide whether anything changed since the last run, tune, and store
+the result.
 
 A failed or interrupted retune writes nothing to `tuning_runs` and never touches an earlier
 run's database folder, so the previous best result stays as it was.
