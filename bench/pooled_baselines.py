@@ -50,7 +50,14 @@ from storage.reports import format_table, markdown_table  # noqa: E402
 # the default learned search; its cells carry their graph's suffix (-nchw8c on AVX2, -nchw16c on
 # AVX-512), so the folders' own cells say which one to pool
 DEFAULT_SEARCH = "warm-focus-pop4-w128-online"
-DEFAULT_SEARCHES = frozenset({DEFAULT_SEARCH, *(f"{DEFAULT_SEARCH}-{g}" for g in LAYOUT_VARIANTS)})
+
+
+def on_any_graph(search: str) -> frozenset[str]:
+    """`search` as a cell variant on each graph (the exported graph: no suffix)."""
+    return frozenset({search, *(f"{search}-{g}" for g in LAYOUT_VARIANTS)})
+
+
+DEFAULT_SEARCHES = on_any_graph(DEFAULT_SEARCH)
 HEADER = ["search-time speedups", "ratios", "median (min-max)", "never", "at the target or more"]
 
 
@@ -68,16 +75,38 @@ def variants_in(reports: list[list[dict[str, Any]]]) -> set[str]:
     return {c["variant"] for cells in reports for c in cells}
 
 
-def default_variant(reports: list[list[dict[str, Any]]]) -> str:
-    """The default learned search on whichever graph the reports' cells tuned; a one-line
-    error where they hold none of it, or it on several graphs."""
+def default_variant(reports: list[list[dict[str, Any]]], search: str = DEFAULT_SEARCH) -> str:
+    """The default learned search (or `search`) on whichever graph the reports' cells tuned; a
+    one-line error where they hold none of it, or it on several graphs."""
     present = variants_in(reports)
-    found = sorted(present & DEFAULT_SEARCHES)
+    found = sorted(present & on_any_graph(search))
     if len(found) != 1:
-        raise SystemExit(f"{'no' if not found else 'more than one'} cell variant of the default "
-                         f"learned search ({', '.join(found) or DEFAULT_SEARCH + '[-GRAPH]'}): "
-                         "name one with --variant")
+        raise SystemExit(f"{'no' if not found else 'more than one'} cell variant of the "
+                         f"{'default ' if search == DEFAULT_SEARCH else ''}learned search "
+                         f"({', '.join(found) or search + '[-GRAPH]'}): name one with --variant")
     return found[0]
+
+
+def distinct(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`cells` without the copies: a run copied into another report folder (to pair it there
+    with the cells of its seed) counts once wherever cells are pooled."""
+    seen: set[str] = set()
+    out = []
+    for c in cells:
+        key = json.dumps(c, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def pooled_runs(reports: list[list[dict[str, Any]]], variant: str,
+                baseline: str) -> list[dict[str, Any]]:
+    """The cells of `variant` and `baseline` over `reports`, each copy once, seeds made
+    distinct per report (seeds repeat between reports: the pooled rule keeps runs apart)."""
+    kept = {id(c) for c in distinct([c for cells in reports for c in cells])}
+    return [{**c, "seed": (index, c["seed"])} for index, cells in enumerate(reports)
+            for c in cells if c["variant"] in (variant, baseline) and id(c) in kept]
 
 
 def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
@@ -86,12 +115,9 @@ def pooled_rows(reports: list[list[dict[str, Any]]], variant: str,
     present = variants_in(reports)
     baseline = baseline_of(variant, present)
     own: list[float | None] = []
-    pooled_cells = []
-    for index, cells in enumerate(reports):
+    for cells in reports:
         own += [ratio for (_, v, _), (ratio, _) in speedups(cells).items() if v == variant]
-        # seeds repeat between reports: keep each run apart for the pooled rule
-        pooled_cells += [{**c, "seed": (index, c["seed"])} for c in cells
-                         if c["variant"] in (variant, baseline)]
+    pooled_cells = pooled_runs(reports, variant, baseline)
     against_median = [r for (_, v, _), r in pooled_speedups(pooled_cells).items() if v == variant]
     cells = [c for c in pooled_cells if c["variant"] == variant]
     bases = [c for c in pooled_cells if c["variant"] == baseline and c["curve"]]
@@ -114,9 +140,7 @@ def per_seed_rows(reports: list[list[dict[str, Any]]], names: list[str],
     per-seed table needs, against the baseline run of the cell's own seed and report."""
     present = variants_in(reports)
     baseline = baseline_of(variant, present)
-    pooled_cells = [{**c, "seed": (index, c["seed"])} for index, cells in enumerate(reports)
-                    for c in cells if c["variant"] in (variant, baseline)]
-    against_median = pooled_speedups(pooled_cells)
+    against_median = pooled_speedups(pooled_runs(reports, variant, baseline))
     rows = []
     for index, cells in enumerate(reports):
         bases = {c["seed"]: c for c in cells if c["variant"] == baseline and c["curve"]}

@@ -2,7 +2,7 @@
 pooled over the tuning-matrix report folders given.
 
     .venv/bin/python bench/tuning_standing.py docs/tuning-matrix/FOLDER [FOLDER ...] \
-        [--target 5] [--markdown]
+        [--target 5] [--search VARIANT] [--markdown]
 
 Each folder's cells are grouped by the hardware profile they ran on and the network; a group
 pools the cells of the default learned search (`warm-focus-pop4-w128-online` on the graph the
@@ -30,6 +30,8 @@ cells tuned where no search is in the folders), their search and wall seconds, t
 milliseconds against the median of the learned search's cells (as read, and with each side over
 its own cells' PyTorch readings, which takes out the host's drift between cells that ran hours
 or sessions apart) and against the PyTorch reading of their own cell.
+`--search` stands another learned search against the same XGB runs (e.g.
+`warm-focus-pop4-w128-online-mix`, the tile mix: its rows come from the folders that ran it).
 Pass the folders whose protocol you want to compare (the docs name them); the rows say nothing
 about cells they do not read. Reads only the cells' and the re-timings' JSON.
 """
@@ -51,6 +53,8 @@ from bench.pooled_baselines import (  # noqa: E402
     DEFAULT_SEARCH,
     DEFAULT_SEARCHES,
     default_variant,
+    distinct,
+    on_any_graph,
     pooled_rows,
     variants_in,
 )
@@ -129,21 +133,22 @@ def median_of(values: list[float | None]) -> float | None:
 
 
 def standing_row(hardware: str, network: str, reports: list[list[dict[str, Any]]],
-                 target: float, found: Sequence[dict[str, Any]] = ()) -> tuple | None:
-    """The row of one group; None where its folders hold no default learned search with an XGB
-    baseline (a folder of other experiments); a one-line error where they hold it on two
-    graphs (pass those folders apart)."""
+                 target: float, found: Sequence[dict[str, Any]] = (),
+                 search: str = DEFAULT_SEARCH) -> tuple | None:
+    """The row of one group; None where its folders hold no `search` (the default learned
+    search) with an XGB baseline (a folder of other experiments); a one-line error where they
+    hold it on two graphs (pass those folders apart)."""
     present = variants_in(reports)
-    if not present & DEFAULT_SEARCHES:
+    if not present & on_any_graph(search):
         return None
-    variant = default_variant(reports)
+    variant = default_variant(reports, search)
     baseline = baseline_of(variant, present)
     if baseline not in present:
         return None
     # a folder of other experiments on the same CPU and network adds nothing to the row
     reports = [cells for cells in reports if variants_in([cells]) & {variant, baseline}]
     own, pooled, _ = pooled_rows(reports, variant, target)
-    cells = [c for cells in reports for c in cells]
+    cells = distinct([c for cells in reports for c in cells])
     learned = [c for c in cells if c["variant"] == variant]
     xgb = [c for c in cells if c["variant"] == baseline and c["curve"]]
     learned_ms = median_of([tuned_ms(c) for c in learned])
@@ -196,7 +201,7 @@ def instant_row(hardware: str, network: str, reports: list[list[dict[str, Any]]]
     if found is None:
         return None
     variant, search = found
-    cells = [c for group in reports for c in group]
+    cells = distinct([c for group in reports for c in group])
     instant = [c for c in cells if c["variant"] == variant and c.get("tuned_ms") is not None]
     if not instant:
         return None
@@ -236,9 +241,10 @@ def instant_rows(folders: list[Path], within: float) -> list[tuple]:
     return sorted((r for r in rows if r is not None), key=lambda r: (r[1], r[0]))
 
 
-def standing_rows(folders: list[Path], target: float) -> list[tuple]:
+def standing_rows(folders: list[Path], target: float,
+                  search: str = DEFAULT_SEARCH) -> list[tuple]:
     found = retimings(folders)
-    rows = [standing_row(hardware, network, reports, target, found)
+    rows = [standing_row(hardware, network, reports, target, found, search)
             for (hardware, network), reports in grouped(folders).items()]
     return sorted((r for r in rows if r is not None), key=lambda r: (r[1], r[0]))
 
@@ -254,6 +260,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--within", type=float, default=1.3,
                         help="with --instant, count the cells within this factor of the learned "
                              "search's latency (issue 15's target: 1.3)")
+    parser.add_argument("--search", default=DEFAULT_SEARCH,
+                        help="the learned search to stand against XGB, as a cell variant without "
+                             f"its graph (default {DEFAULT_SEARCH}; e.g. {DEFAULT_SEARCH}-mix, "
+                             "the tile mix)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     if args.within <= 0:
@@ -266,10 +276,10 @@ def main(argv: list[str] | None = None) -> None:
                              "with a tuned network")
         print(show(INSTANT_HEADER, rows))
         return
-    rows = standing_rows([Path(f) for f in args.folders], args.target)
+    rows = standing_rows([Path(f) for f in args.folders], args.target, args.search)
     if not rows:
-        raise SystemExit("none of these folders holds the default learned search "
-                         "(warm-focus-pop4-w128-online[-GRAPH]) beside an XGB baseline")
+        raise SystemExit(f"none of these folders holds the learned search {args.search}[-GRAPH] "
+                         "beside an XGB baseline")
     print(show(HEADER, rows))
 
 

@@ -54,11 +54,34 @@ def test_folders_of_one_cpu_pool_and_other_cpus_get_their_own_row(tmp_path):
     assert (b[4], b[6], b[7], b[8], b[12]) == ("never", 1, "0 of 1", "0.00", "0.89")
 
 
+def test_another_search_stands_against_the_same_xgb_runs_and_the_default_ignores_it(tmp_path):
+    mix = "warm-focus-pop4-w128-online-mix-nchw16c"
+    # XGB ends at 5 ms after 1000 s (seeds 0, 1: median final 5 ms in 1000 s); the default
+    # gets there in 500 s (2x), the mix in 100 s and 250 s (10x, 4x); seed 1 has no default
+    folder = write(tmp_path / "f", [
+        cell(XGB, 0, [[100, 1000.0, 5.0]]), cell(XGB, 1, [[100, 1000.0, 5.0]]),
+        cell(LEARNED, 0, [[10, 500.0, 5.0]]),
+        cell(mix, 0, [[10, 100.0, 5.0]]), cell(mix, 1, [[10, 250.0, 5.0]])])
+    [default] = standing_rows([folder], target=5.0)
+    [mixed] = standing_rows([folder], target=5.0, search="warm-focus-pop4-w128-online-mix")
+    assert default[3:6] == ("1 / 2", "2.00", "2.00")
+    assert mixed[3:8] == ("2 / 2", "7.00 (4.00-10.00)", "7.00 (4.00-10.00)", 0, "1 of 2")
+    # a run copied into another folder (to pair it with that folder's cells of its seed)
+    # counts once in the pool: the same row, with the copy's folder counted
+    copy = write(tmp_path / "copy", [cell(XGB, 1, [[100, 1000.0, 5.0]]),
+                                     cell(mix, 1, [[10, 200.0, 5.0]])])
+    [again] = standing_rows([folder, copy], target=5.0, search="warm-focus-pop4-w128-online-mix")
+    assert again[2:6] == (2, "3 / 2", "5.00 (4.00-10.00)", "5.00 (4.00-10.00)")
+    # a folder without the asked search adds no row for it
+    assert standing_rows([folder], target=5.0, search="warm-focus-pop4-w128-online-steer") == []
+
+
 def test_folders_without_the_default_search_are_left_out_and_an_empty_one_refused(tmp_path,
                                                                                   capsys):
     other = write(tmp_path / "other", [cell("ms-xgb", 0, [[10, 10.0, 4.0]]),
                                        cell("learned", 0, [[10, 10.0, 4.0]])])
-    with pytest.raises(SystemExit, match="none of these folders holds the default"):
+    with pytest.raises(SystemExit, match=r"none of these folders holds the learned search "
+                       r"warm-focus-pop4-w128-online\[-GRAPH\]"):
         main([str(other)])
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="no cells in"):
