@@ -81,9 +81,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             measurements kept outside the innermost tile factor it measured most (0.25 in
             the bench; models/tile_mix.py): a pre-trained model can favour one vector width
             that is not this CPU's fastest and rank badly within it. On the Zen 4 it reached
-            MetaSchedule's final sooner than the default search in every median over nine
-            cells (resnet18, mobilenet_v2), moved nothing on BERT, and is not yet measured on
-            another CPU (docs/tuning-results.md). Default: off.
+            MetaSchedule's final sooner than the default search in every median over 12
+            cells (resnet18, mobilenet_v2, resnet50), moved nothing on BERT, and is not yet
+            measured on another CPU (docs/tuning-results.md). Default: off.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,

@@ -88,8 +88,8 @@ def add_retune(sub: argparse._SubParsersAction,
                         f"task's measurements (default {TILE_MIX}) outside the innermost tile "
                         "factor it measured most, where a pre-trained model can favour a "
                         "vector width that is not this CPU's fastest. On the Zen 4 it reached "
-                        "MetaSchedule's final sooner than the default search on resnet18 and "
-                        "mobilenet_v2 (medians of nine cells), not on BERT; other CPUs: not "
-                        "yet measured. Default: off")
+                        "MetaSchedule's final sooner than the default search on resnet18, "
+                        "mobilenet_v2 and resnet50 (medians of 12 cells), not on BERT; other "
+                        "CPUs: not yet measured. Default: off")
     db_option(p)
     p.set_defaults(func=run.cmd_retune)
