@@ -22,7 +22,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
            flops_share: float = 0.9, population: PositiveInt | None = None,
            batch_size: PositiveInt = 1, seed: int = 0, force: bool = False,
            out: str | None = None, input_size: PositiveInt | None = None,
-           warm_start: PositiveInt | None = None, graph: Graph | None = None,
+           warm_start: NonNegativeInt | None = None, graph: Graph | None = None,
            trials_per_round: PositiveInt | None = None,
            warm_samples: PositiveInt | None = None, hold_top: NonNegativeInt | None = None,
            rerank_model: str | None = None, tile_mix: float | None = None,
@@ -44,8 +44,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         flops_share: tune only the tasks that carry this share of FLOPs x occurrences.
         population: candidates the evolutionary search keeps per round (MetaSchedule's default
             is 512; every round samples, mutates and scores them, so smaller is faster and
-            explores less). Default: 8x the candidates a round measures, 64 to 256 (instant:
-            256 ranked per task).
+            explores less). Default: 8x the candidates a round measures (4x after a warm
+            start, the tuning bench's default learned search), 64 to 256 (instant: 256
+            ranked per task).
         batch_size: the network's batch size.
         seed: seeds the search.
         force: tune even if network, profile, cost model and budget are unchanged.
@@ -53,8 +54,10 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             `tenforge compile`); a skipped retune writes the last tuning's.
         input_size: a zoo network's image side / sequence length (default: its own).
         warm_start: before the search, measure the learned model's top K of
-            `warm_samples` ranked candidates per task (out of `trials`); the search starts
-            from them.
+            `warm_samples` ranked candidates per task (out of `trials`, at most half of
+            them); the search starts from them. Default: 4 with a learned model and a
+            searching scheduler, as the tuning bench's default learned search
+            (tasks/tuning/defaults.py), none otherwise; 0: none.
         graph: how the network is prepared before tuning: exported (as torch.export gives
             it), folded (what depends on the weights alone runs once, at load; operators
             after a convolution fuse into it), nhwc (folded, convolutions in NHWC) or
@@ -67,9 +70,8 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
         trials_per_round: candidates measured per turn of a task (default: what gives every
             task two turns of `trials`, 4 to 64). With a pre-trained model, 8 gives the first
             estimate over every task sooner and leaves the rest to the heaviest tasks.
-        warm_samples: sampled candidates a warm start ranks per task (default 256; 128
-            reached MetaSchedule's final sooner on mobilenet_v2's 53 tasks and ended higher
-            on resnet18, docs/tuning-results.md).
+        warm_samples: sampled candidates a warm start ranks per task (default 128, the
+            bench's; 256 ranks more where a network has few tasks, docs/tuning-results.md).
         hold_top: before compiling, each heavy task's best is measured again in fresh
             processes, and where it slipped, its `hold_top` best (default 16; 0: no hold,
             compile from the search's picks as measured; tasks/tuning/hold.py).
@@ -83,7 +85,7 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             that is not this CPU's fastest and rank badly within it. On the Zen 4 it reached
             MetaSchedule's final sooner than the default search in every median over 12
             cells (resnet18, mobilenet_v2, resnet50), moved nothing on BERT, and is not yet
-            measured on another CPU (docs/tuning-results.md). Default: off.
+            measured on another CPU (docs/tuning-results.md). Default: off; 0: off.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,

@@ -78,6 +78,7 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     from tasks.sources import resolve_workload
     from tasks.tuning import SCHEDULERS
     from tasks.tuning.checks import check_tile_mix, check_warm_samples, check_warm_start
+    from tasks.tuning.defaults import learned_search
     from tasks.validation import check_db_path, check_positive_ints
 
     path = check_db_path(db)
@@ -124,6 +125,9 @@ def validate_retune(db: str | None, network: str, hardware: str, trials: int,
     if scheduler == "instant" and model_path is None:
         raise TenforgeError("the instant scheduler needs a learned model and this store has "
                             "none: `tenforge onboard` (or search / pretrain) first")
+    # left out: the bench's default learned search where a learned model searches
+    warm_start, tile_mix = learned_search(model_path is not None, scheduler, warm_start,
+                                          tile_mix)
     check_warm_start(warm_start, model_path or "xgb", scheduler)
     warm_samples = check_warm_samples(warm_samples, warm_start)
     check_tile_mix(tile_mix, model_path or "xgb", scheduler)
@@ -242,7 +246,8 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
     and its curve in one transaction; returns the summary."""
     from tasks.asm_rerank import Rerank
     from tasks.tuning import tune_network
-    from tasks.tuning.contexts import WARM_SAMPLES
+    from tasks.tuning.contexts import POPULATION_RATIO, WARM_SAMPLES
+    from tasks.tuning.defaults import WARM_POPULATION_RATIO
 
     profile = resolve_profile(spec.hardware)
     work_dir = tuning_dir(spec.db) / tuning_id
@@ -252,6 +257,8 @@ def run_retune(spec: RetuneSpec, tuning_id: str, report: Callable[[str], None] =
                           cost_model=spec.model_path or "xgb", scheduler=spec.scheduler,
                           flops_share=spec.flops_share, seed=spec.seed,
                           population=spec.population, warm_start=spec.warm_start,
+                          population_ratio=(WARM_POPULATION_RATIO if spec.warm_start
+                                            else POPULATION_RATIO),
                           warm_samples=spec.warm_samples or WARM_SAMPLES,
                           trials_per_iter=spec.trials_per_round, graph=spec.graph,
                           batch_size=spec.batch_size, input_size=spec.input_size,

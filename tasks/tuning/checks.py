@@ -19,7 +19,7 @@ def check_warm_start(warm_start: int | None, cost_model: str, scheduler: str) ->
         return
     if warm_start < 1:
         raise TenforgeError(f"--warm-start {warm_start}: measure at least 1 candidate per task "
-                            "(or leave it out)")
+                            "(0: no warm start)")
     if saved_model_path(cost_model) is None:
         raise TenforgeError("--warm-start ranks candidates with a learned model and this run "
                             "uses MetaSchedule's XGB: name a registered model (or leave "
@@ -39,7 +39,8 @@ def check_warm_samples(warm_samples: int | None, warm_start: int | None) -> int 
     check_positive_ints(warm_samples=warm_samples)
     if not warm_start:
         raise TenforgeError("--warm-samples sets how many candidates a warm start ranks per "
-                            "task; add --warm-start K, or leave --warm-samples out")
+                            "task and this run has none (--warm-start 0, MetaSchedule's XGB "
+                            "or the instant scheduler): leave --warm-samples out")
     if warm_samples < warm_start:
         raise TenforgeError(f"--warm-samples {warm_samples} ranks fewer candidates than "
                             f"--warm-start {warm_start} measures; give at least {warm_start}")

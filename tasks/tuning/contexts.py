@@ -11,13 +11,14 @@ from tasks.constraints import constraint_postproc
 from tasks.tuning.task_logs import task_loggers
 
 INSTANT_SAMPLES = 256  # instant tuning: candidates ranked per task when no population is given
-# A warm start: sampled candidates the model ranks per task (retune --warm-samples). 256, as
-# instant. On mobilenet_v2 (53 tasks, Emerald Rapids VM, 3 seeds) 128 reached MetaSchedule's
-# final 4.6x sooner against 3.9x for the same tuned latency (13.88 against 13.83 ms), but on
-# resnet18 (21 tasks, seed 0) the search after it tuned to 36.66 ms against 28.83
-# (docs/tuning-results.md): fewer is a choice for networks of many small tasks, not the
-# default.
-WARM_SAMPLES = 256
+# A warm start: sampled candidates the model ranks per task (retune --warm-samples). 128, the
+# tuning bench's default learned search's (`-w128`, since the forty-eighth session at the
+# latest), measured on resnet18, mobilenet_v2, ResNet-50 and BERT on five CPUs
+# (docs/tuning-results.md). It was 256, as instant: on mobilenet_v2 (53 tasks, Emerald Rapids
+# VM, 3 seeds) 128 reached MetaSchedule's final 4.6x sooner against 3.9x for the same tuned
+# latency, and one early resnet18 seed tuned to 36.66 ms against 28.83 after 256; the bench's
+# seeds since have not shown that gap.
+WARM_SAMPLES = 128
 GENETIC_ITERS = 4  # MetaSchedule's EvolutionarySearch default
 
 
@@ -28,7 +29,10 @@ def round_batch(trials: int, contexts: int, scale: float = 1.0) -> int:
     return max(1, round(scale * max(4, min(64, trials // (2 * max(contexts, 1))))))
 
 
-def search_population(batch: int, ratio: int = 8) -> int:
+POPULATION_RATIO = 8  # MetaSchedule's own: population per candidate a round measures
+
+
+def search_population(batch: int, ratio: int = POPULATION_RATIO) -> int:
     """The evolutionary search's population for rounds that measure `batch` candidates:
     `ratio` x the batch (8: MetaSchedule's own ratio, 512 for 64), 64 to 256.
 

@@ -27,11 +27,13 @@ from tasks.tuning.checks import (
 from tasks.tuning.contexts import (
     GENETIC_ITERS,
     INSTANT_SAMPLES,
+    POPULATION_RATIO,
     WARM_SAMPLES,
     round_batch,
     search_population,
     tune_contexts,
 )
+from tasks.tuning.defaults import affordable_warm_start
 from tasks.tuning.hold import HOLD_SHARE, HOLD_TOP, check_hold_top, occurrences, try_hold
 from tasks.tuning.log import TuningLog, recorder, stop_on_signals, survive_search_errors
 from tasks.tuning.result import TuningResult, e2e_summary, online_shares
@@ -52,7 +54,7 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
                  trials: int, minutes: float | None = None, cost_model: str = "xgb",
                  scheduler: str = "gradient", flops_share: float = 0.9,
                  trials_per_iter: int | None = None, population: int | None = None,
-                 population_ratio: int = 8, seed: int = 0,
+                 population_ratio: int = POPULATION_RATIO, seed: int = 0,
                  batch_size: int = 1, input_size: int | None = None, e2e_repeat: int = 20,
                  constraints: bool = True, report: Callable[[str], None] = print,
                  on_trials: Callable[[int], None] | None = None,
@@ -188,6 +190,12 @@ def tune_network(network: str | Workload, profile: HardwareProfile, work_dir: st
     report(f"{network}: {len(extracted)} tasks, tuning "
            + ("every one (zero-FLOP data movement too)" if flops_share == 1 else
               f"the {len(chosen)} that carry >= {flops_share:.0%} of FLOPs x occurrences"))
+    if warm_start:  # (check_warm_start refused one before the instant scheduler)
+        affordable = affordable_warm_start(warm_start, trials, len(chosen))
+        if affordable < warm_start:
+            report(f"warm start: {affordable or 'none'} a task, not {warm_start}: {trials} trials "
+                   f"over {len(chosen)} tasks, and a warm start takes at most half of them")
+        warm_start = affordable or None
     log = TuningLog([shares[i].name for i in chosen], [float(extracted[i].weight) for i in chosen],
                     report=report, on_trials=on_trials, budget=trials)
     instant = scheduler == "instant"

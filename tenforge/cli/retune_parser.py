@@ -37,8 +37,8 @@ def add_retune(sub: argparse._SubParsersAction,
                         "(1.0: every task, zero-FLOP data movement such as transposes too)")
     p.add_argument("--population", type=positive, default=None,
                    help="evolutionary search population per round (default: 8x the "
-                        "candidates a round measures, 64 to 256; instant: 256 ranked per "
-                        "task; smaller: faster rounds)")
+                        "candidates a round measures, 4x after a warm start, 64 to 256; "
+                        "instant: 256 ranked per task; smaller: faster rounds)")
     p.add_argument("--graph", choices=CHOICES, default=None,
                    help="how the network is prepared before tuning: exported (as torch.export "
                         "gives it), folded (what depends on the weights alone runs once, at "
@@ -49,15 +49,17 @@ def add_retune(sub: argparse._SubParsersAction,
                         "blocked (nchw8c or nchw16c, this profile's vector). Default: blocked "
                         "on a CPU (1.3x faster than exported on resnet18 and mobilenet_v2 at "
                         "1,000 trials), exported on a GPU")
-    p.add_argument("--warm-start", type=positive, default=None, metavar="K",
+    p.add_argument("--warm-start", type=non_negative, default=None, metavar="K",
                    help="before the search, measure the learned model's top K of "
                         "--warm-samples ranked candidates per task (as instant does), out of "
-                        "--trials: every task has a good schedule within minutes and the "
-                        "search starts from them")
+                        "--trials, at most half of them: every task has a good schedule "
+                        "within minutes and the search starts from them (default 4 with a "
+                        "learned model and a searching scheduler, the tuning bench's default "
+                        "learned search; 0: none)")
     p.add_argument("--warm-samples", type=positive, default=None, metavar="N",
-                   help="with --warm-start: sampled candidates the model ranks per task "
-                        "(default 256; 128 reached MetaSchedule's final 4.6x sooner on "
-                        "mobilenet_v2's 53 tasks, and ended 27%% slower on resnet18)")
+                   help="with a warm start: sampled candidates the model ranks per task "
+                        "(default 128, the bench's; 256 ranks more for networks of few "
+                        "tasks)")
     p.add_argument("--hold-top", type=non_negative, default=None, metavar="N",
                    help="before compiling, each heavy task's best is measured again in 2 "
                         "fresh processes, and where it ran over 10%% slower, its N best "
@@ -89,7 +91,7 @@ def add_retune(sub: argparse._SubParsersAction,
                         "factor it measured most, where a pre-trained model can favour a "
                         "vector width that is not this CPU's fastest. On the Zen 4 it reached "
                         "MetaSchedule's final sooner than the default search on resnet18, "
-                        "mobilenet_v2 and resnet50 (medians of 12 cells), not on BERT; other "
-                        "CPUs: not yet measured. Default: off")
+                        "mobilenet_v2 and resnet50 (medians of 12 cells), not on BERT. "
+                        "Default: off; 0: off")
     db_option(p)
     p.set_defaults(func=run.cmd_retune)

@@ -61,6 +61,9 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     # the rules are on where they were validated (AVX2: narrow vectors), off elsewhere
     assert (run["rejected_by_rules"] > 0) == bool(rules_for(resolve_profile(PROFILE)))
     assert run["cost_model"] == model_id  # the default: the best model for this profile
+    # and the bench's default learned search: a warm start of 4 of 128 a task (2 tasks: 8 of
+    # the 16 trials, half, as much as a warm start may take), then the search
+    assert (run["warm_start"], run["warm_samples"], run["warm_focus"]) == (4, 128, True)
     # it says which model and why; this one never saw this machine's data (unless it is the
     # seed's own CPU profile)
     said = result.stdout + result.stderr
@@ -136,6 +139,7 @@ def test_retune_with_the_best_model_then_skip_then_a_time_budget(store_with_mode
     assert newest["minutes_budget"] == 0.05
     assert newest["online_half"] is None  # MetaSchedule's XGB is its own online model
     assert newest["online_blend"] is None
+    assert newest["warm_start"] is None  # no learned model to rank a warm start's samples
     assert newest["builds_cut"] == 0  # a retune caps its builds; none of these is that slow
     # what the 3 s left unmeasured got a sampled schedule: every task is in the estimate
     assert newest["tasks_filled"] >= 0 and newest["estimated_latency_s"] is not None
@@ -215,11 +219,16 @@ BAD_REQUESTS = [
     ([*RETUNE, "--trials-per-round", "0"], "expected a positive integer, got 0"),
     ([*RETUNE, "--scheduler", "instant", "--trials-per-round", "8"],
      "the instant scheduler does not search"),
-    ([*RETUNE, "--warm-samples", "64"], "add --warm-start K, or leave --warm-samples out"),
+    ([*RETUNE, "--warm-start", "0", "--warm-samples", "64"],
+     "this run has none (--warm-start 0, MetaSchedule's XGB or the instant scheduler)"),
+    ([*RETUNE, "--cost-model", "metaschedule-xgb", "--warm-start", "2"],
+     "--warm-start ranks candidates with a learned model"),
+    ([*RETUNE, "--warm-start", "-1"], "expected a whole number, 0 or more, got -1"),
     ([*RETUNE, "--warm-start", "4", "--warm-samples", "2"],
      "--warm-samples 2 ranks fewer candidates than --warm-start 4 measures"),
     ([*RETUNE, "--hold-top", "-1"], "expected a whole number, 0 or more, got -1"),
-    ([*RETUNE, "--rerank-model", "any"], "--rerank-model re-orders the learned model's picks"),
+    ([*RETUNE, "--warm-start", "0", "--rerank-model", "any"],
+     "--rerank-model re-orders the learned model's picks"),
     ([*RETUNE, "--scheduler", "instant", "--rerank-model", "no-such-model"],
      "no model 'no-such-model'"),
     ([*RETUNE, "--tile-mix", "1.5"], "tile mix 1.5: give the share of a task's measurements"),
@@ -449,7 +458,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     search spends the rest (with the tile mix: the bench's learned search, bar its
     population)."""
     db, model_id = store_with_model
-    result = run_cli(*RETUNE, "--warm-start", "2", "--warm-samples", "48", "--trials", "24",
+    result = run_cli(*RETUNE, "--warm-start", "2", "--warm-samples", "48", "--trials", "32",
                      "--flops-share", "1.0", "--hold-top", "0", "--tile-mix", "--force",
                      "--db", db)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -463,7 +472,7 @@ def test_a_warm_start_measures_the_models_picks_first_then_searches_from_them(
     assert newest["warm_focus"] is True  # the search skipped the blind pass (the default)
     assert newest["tile_mix"] == TILE_MIX  # --tile-mix alone: the bench's share
     # MetaSchedule's last round may overshoot the budget by part of a batch
-    assert newest["scheduler"] == "gradient" and 24 <= newest["trials"] < 24 + 8
+    assert newest["scheduler"] == "gradient" and 32 <= newest["trials"] < 32 + 8
     tasks = newest["tasks_tuned"]
     assert tasks == 8 and newest["tuned_functions"] == tasks
     with Store(db, read_only=True) as store:
