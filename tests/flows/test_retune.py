@@ -499,7 +499,8 @@ def test_a_warm_start_spread_by_share_measures_two_a_task_then_the_rest_where_th
     with Store(db, read_only=True) as store:
         model_path = store.model_row(model_id)["path"]
     said: list[str] = []
-    result = tune_network("tiny_cnn", resolve_profile(PROFILE), tmp_path / "work", trials=40,
+    # (48 trials: a warm start of 3 over 8 tasks takes half; tasks/tuning/defaults.py)
+    result = tune_network("tiny_cnn", resolve_profile(PROFILE), tmp_path / "work", trials=48,
                           cost_model=model_path, warm_start=3, warm_samples=32,
                           warm_spread=True, population=32, flops_share=1.0, e2e_repeat=3,
                           hold_top=0, graph="exported", report=said.append)
@@ -518,7 +519,7 @@ def test_a_warm_start_spread_by_share_measures_two_a_task_then_the_rest_where_th
     # 3 a task in all: what the first pass could not measure (a one-schedule design space)
     # goes to the heavy tasks, from their 30 ranked and unmeasured
     assert first <= 16 and planned == 3 * 8 - first
-    assert 40 <= result.trials < 40 + 8  # the search spent the rest of the budget
+    assert 48 <= result.trials < 48 + 8  # the search spent the rest of the budget
 
 
 @pytest.mark.slow
