@@ -84,8 +84,9 @@ def retune(network: str = "tiny_cnn", hardware: str = "local", trials: PositiveI
             the bench; models/tile_mix.py): a pre-trained model can favour one vector width
             that is not this CPU's fastest and rank badly within it. On the Zen 4 it reached
             MetaSchedule's final sooner than the default search in every median over 12
-            cells (resnet18, mobilenet_v2, resnet50), moved nothing on BERT, and is not yet
-            measured on another CPU (docs/tuning-results.md). Default: off; 0: off.
+            cells (resnet18, mobilenet_v2, resnet50) and moved nothing on BERT; on 8-lane
+            code (AVX-512 off) it won one resnet18 seed of two (docs/tuning-results.md).
+            Default: off; 0: off.
         db: DuckDB store (default: $TENFORGE_DB or data/tenforge.duckdb).
     """
     spec = validate_retune(db, network, hardware, trials, minutes, cost_model, scheduler,

@@ -17,7 +17,9 @@ from __future__ import annotations
 WARM_START = 4  # the model's picks measured per task before the search
 WARM_POPULATION_RATIO = 4  # after a warm start: the population is 4x a round's batch (pop4)
 WARM_SHARE_MAX = 0.5  # the share of the trials a warm start may spend at most
-# the tile mix's share by default (models/tile_mix.py; None: off until measured on 8-lane vectors)
+# the tile mix's share by default (models/tile_mix.py; None: off). Ahead of the default in
+# every median of 12 cells on the Zen 4's 16-lane code; on 8-lane code (the same chip with
+# AVX-512 off) one resnet18 seed each, its quota spent on half-vector tiles (session 113)
 DEFAULT_TILE_MIX: float | None = None
 
 

@@ -91,7 +91,8 @@ def add_retune(sub: argparse._SubParsersAction,
                         "factor it measured most, where a pre-trained model can favour a "
                         "vector width that is not this CPU's fastest. On the Zen 4 it reached "
                         "MetaSchedule's final sooner than the default search on resnet18, "
-                        "mobilenet_v2 and resnet50 (medians of 12 cells), not on BERT. "
-                        "Default: off; 0: off")
+                        "mobilenet_v2 and resnet50 (medians of 12 cells), not on BERT; on "
+                        "8-lane AVX2 code it won one resnet18 seed of two. Default: off; 0: "
+                        "off")
     db_option(p)
     p.set_defaults(func=run.cmd_retune)
