@@ -69,7 +69,8 @@ def bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:
         (["retune", "tiny_cnn", "--minutes", "0", "--db", db], "minutes must be positive"),
         (["retune", "tiny_cnn", "--flops-share", "1.5", "--db", db], "flops share must be in"),
         (["retune", "tiny_cnn", "--scheduler", "fifo", "--db", db], "invalid choice"),
-        (["retune", "tiny_cnn", "--warm-start", "0", "--db", db], "expected a positive integer"),
+        (["retune", "tiny_cnn", "--warm-start", "-1", "--db", db],
+         "expected a whole number, 0 or more"),  # (0: no warm start, since session 113)
         (["retune", "tiny_cnn", "--graph", "nchwc", "--db", db], "invalid choice: 'nchwc'"),
         (["retune", "tiny_cnn", "--warm-start", "4", "--cost-model", "metaschedule-xgb",
           "--db", db], "--warm-start ranks candidates with a learned model"),
