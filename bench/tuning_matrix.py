@@ -459,7 +459,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """tune_network's budget and search settings for a cell of `variant`."""
     from models.tile_mix import TILE_MIX
     from tasks.model_evolution import GENERATIONS
-    from tasks.tuning.contexts import GENETIC_ITERS
+    from tasks.tuning.contexts import GENETIC_ITERS, POPULATION_RATIO
     from tasks.tuning.run import ONLINE_HALF
 
     instant = variant.startswith("instant")
@@ -472,7 +472,7 @@ def search_settings(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "instant_top": args.top if instant else None,
         "warm_start": args.warm if variant.startswith("warm") else None,
         "warm_focus": variant.startswith("warm-focus"),
-        "population_ratio": 4 if variant.startswith("warm-focus-pop4") else 8,
+        "population_ratio": 4 if variant.startswith("warm-focus-pop4") else POPULATION_RATIO,
         "genetic_iters": 2 if "-g2" in variant else GENETIC_ITERS,
         "warm_samples": warm_samples_of(variant),
         "trials_per_iter": args.lean_batch if variant.startswith("lean") else None,
